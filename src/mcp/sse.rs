@@ -1,0 +1,226 @@
+//! Incremental Server-Sent Events framing.
+//!
+//! Owns splitting an SSE byte stream into events *as the bytes arrive*, whatever the chunk
+//! boundaries, and parsing the fields of one event. It never changes bytes: every event is
+//! handed out as the exact slice of the stream that carried it (its field lines plus the blank
+//! line that ended it), so relaying the events back to back reproduces the stream byte for
+//! byte. Lines may end in CRLF, LF or CR (WHATWG HTML §9.2.5); a CR that ends one chunk and an
+//! LF that starts the next are one line ending, handled without waiting for the next chunk.
+//!
+//! Bounded: an event that grows past `max_event_bytes` without ending is an error
+//! ([`SseError::EventTooLarge`]), never an unbounded buffer. "Incomplete" (need more bytes) is
+//! `Ok(None)`, distinct from that error.
+
+use bytes::{Bytes, BytesMut};
+use std::borrow::Cow;
+
+/// Framing failure of an SSE stream.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SseError {
+    /// An event grew past the configured bound before its terminating blank line arrived.
+    #[error("SSE event exceeds {limit} bytes")]
+    EventTooLarge { limit: usize },
+}
+
+/// Splits an SSE byte stream into raw events.
+#[derive(Debug)]
+pub struct SseDecoder {
+    buf: BytesMut,
+    /// Next byte of `buf` not yet scanned for line endings.
+    pos: usize,
+    /// Start of the line being scanned.
+    line_start: usize,
+    /// The last byte scanned was a CR at the end of the buffer: an LF that comes next belongs
+    /// to the same line ending.
+    after_cr: bool,
+    max_event_bytes: usize,
+}
+
+impl SseDecoder {
+    pub fn new(max_event_bytes: usize) -> Self {
+        Self {
+            buf: BytesMut::new(),
+            pos: 0,
+            line_start: 0,
+            after_cr: false,
+            max_event_bytes,
+        }
+    }
+
+    /// Appends bytes received from the stream.
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.buf.extend_from_slice(chunk);
+    }
+
+    /// Bytes buffered for an event that has not ended yet.
+    pub fn buffered(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Returns the next complete event's raw bytes, `Ok(None)` when more bytes are needed.
+    pub fn next_event(&mut self) -> Result<Option<Bytes>, SseError> {
+        loop {
+            if self.after_cr && self.pos < self.buf.len() {
+                self.after_cr = false;
+                if self.buf[self.pos] == b'\n' {
+                    // Second half of a CRLF split across chunks. When the CR closed an event,
+                    // this LF opens the next raw slice; parsing skips it as an empty line.
+                    self.pos += 1;
+                    self.line_start = self.pos;
+                    continue;
+                }
+            }
+            let rest = &self.buf[self.pos..];
+            let Some(offset) = memchr::memchr2(b'\r', b'\n', rest) else {
+                self.pos = self.buf.len();
+                return if self.buf.len() > self.max_event_bytes {
+                    Err(SseError::EventTooLarge {
+                        limit: self.max_event_bytes,
+                    })
+                } else {
+                    Ok(None)
+                };
+            };
+            let at = self.pos + offset;
+            let end = match self.buf[at] {
+                b'\r' if at + 1 < self.buf.len() && self.buf[at + 1] == b'\n' => at + 2,
+                b'\r' => {
+                    self.after_cr = at + 1 == self.buf.len();
+                    at + 1
+                }
+                _ => at + 1,
+            };
+            let blank = at == self.line_start;
+            self.pos = end;
+            self.line_start = end;
+            if blank {
+                if end > self.max_event_bytes {
+                    return Err(SseError::EventTooLarge {
+                        limit: self.max_event_bytes,
+                    });
+                }
+                self.pos = 0;
+                self.line_start = 0;
+                return Ok(Some(self.buf.split_to(end).freeze()));
+            }
+        }
+    }
+
+    /// Ends the stream: whatever was buffered for an unfinished event, unchanged.
+    pub fn finish(&mut self) -> Option<Bytes> {
+        self.pos = 0;
+        self.line_start = 0;
+        self.after_cr = false;
+        (!self.buf.is_empty()).then(|| self.buf.split().freeze())
+    }
+}
+
+/// The fields of one event, borrowed from its raw bytes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct SseFields<'a> {
+    /// `event:` (last one wins), `None` means the default type `message`.
+    pub event: Option<&'a [u8]>,
+    /// `id:` (last one wins).
+    pub id: Option<&'a [u8]>,
+    /// `retry:` as written.
+    pub retry: Option<&'a [u8]>,
+    /// `data:` lines joined with `\n`; `None` when the event had no `data` field.
+    pub data: Option<Cow<'a, [u8]>>,
+}
+
+impl<'a> SseFields<'a> {
+    /// Parses one raw event as produced by [`SseDecoder`]. Comment lines and unknown fields are
+    /// ignored, as the SSE specification says.
+    pub fn parse(raw: &'a [u8]) -> Self {
+        let mut fields = SseFields::default();
+        for line in lines(raw) {
+            if line.is_empty() || line[0] == b':' {
+                continue;
+            }
+            let (name, value) = match memchr::memchr(b':', line) {
+                Some(i) => {
+                    let v = &line[i + 1..];
+                    (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
+                }
+                None => (line, &b""[..]),
+            };
+            match name {
+                b"event" => fields.event = Some(value),
+                b"id" if memchr::memchr(0, value).is_none() => fields.id = Some(value),
+                b"retry" => fields.retry = Some(value),
+                b"data" => {
+                    fields.data = Some(match fields.data.take() {
+                        None => Cow::Borrowed(value),
+                        Some(prev) => {
+                            let mut joined = prev.into_owned();
+                            joined.push(b'\n');
+                            joined.extend_from_slice(value);
+                            Cow::Owned(joined)
+                        }
+                    })
+                }
+                _ => {}
+            }
+        }
+        fields
+    }
+
+    /// True when the event carries data that a client would dispatch.
+    pub fn has_data(&self) -> bool {
+        self.data.as_deref().is_some_and(|d| !d.is_empty())
+    }
+}
+
+/// Splits on CRLF, LF or CR.
+fn lines(raw: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = raw;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        match memchr::memchr2(b'\r', b'\n', rest) {
+            None => {
+                let line = rest;
+                rest = &[];
+                Some(line)
+            }
+            Some(i) => {
+                let line = &rest[..i];
+                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
+                    2
+                } else {
+                    1
+                };
+                rest = &rest[i + skip..];
+                Some(line)
+            }
+        }
+    })
+}
+
+/// Encodes one event. Multi-line data becomes several `data:` lines so that a client joining
+/// them gets `data` back exactly.
+pub fn encode_event(event: Option<&str>, id: Option<&str>, data: &str) -> Bytes {
+    let mut out = String::with_capacity(data.len() + 32);
+    if let Some(event) = event {
+        out.push_str("event: ");
+        out.push_str(event);
+        out.push('\n');
+    }
+    if let Some(id) = id {
+        out.push_str("id: ");
+        out.push_str(id);
+        out.push('\n');
+    }
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line.strip_suffix('\r').unwrap_or(line));
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+#[path = "sse_tests.rs"]
+mod tests;

@@ -1,0 +1,184 @@
+//! Response bodies the gateway sends to clients.
+//!
+//! Owns streaming: an upstream body is relayed frame by frame as it arrives (never collected),
+//! an SSE body is relayed *event by event* through [`SseDecoder`] so that later stages can
+//! judge whole events, and both are cut when the upstream goes silent for longer than the idle
+//! timeout. Dropping a body (the client went away) drops the upstream body with it, which
+//! closes the upstream connection and so cancels the upstream's work.
+
+use crate::mcp::sse::SseDecoder;
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
+use prometheus::{IntCounter, IntGauge};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+use tokio::time::{Instant, Sleep};
+
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a relayed body was cut short by the gateway.
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("upstream stream idle for longer than {0:?}")]
+    Idle(Duration),
+    #[error("upstream SSE event too large: {0}")]
+    Sse(#[from] crate::mcp::sse::SseError),
+    #[error("upstream body failed: {0}")]
+    Upstream(#[from] hyper::Error),
+}
+
+/// Counters a relay updates; labelled for its route by the caller.
+pub struct RelayMetrics {
+    pub idle_timeouts: IntCounter,
+    pub body_errors: IntCounter,
+    pub sse_events: IntCounter,
+    pub sse_open: IntGauge,
+}
+
+/// A body the gateway sends to a client.
+pub enum ResponseBody {
+    /// A body the gateway produced itself.
+    Full(Option<Bytes>),
+    /// An upstream body relayed as it arrives.
+    Relay(Box<Relay>),
+}
+
+impl ResponseBody {
+    pub fn full(bytes: impl Into<Bytes>) -> Self {
+        Self::Full(Some(bytes.into()))
+    }
+
+    pub fn empty() -> Self {
+        Self::Full(None)
+    }
+}
+
+/// Relays an upstream body, with an idle timer and, for SSE, event framing.
+pub struct Relay {
+    inner: Incoming,
+    idle: Pin<Box<Sleep>>,
+    idle_timeout: Duration,
+    sse: Option<SseDecoder>,
+    upstream_done: bool,
+    /// This relay incremented the open-streams gauge and must decrement it on drop.
+    counted_open: bool,
+    metrics: RelayMetrics,
+}
+
+impl Relay {
+    pub fn new(
+        inner: Incoming,
+        idle_timeout: Duration,
+        sse_max_event: Option<usize>,
+        metrics: RelayMetrics,
+    ) -> Self {
+        let sse = sse_max_event.map(SseDecoder::new);
+        let counted_open = sse.is_some();
+        if counted_open {
+            metrics.sse_open.inc();
+        }
+        Self {
+            inner,
+            idle: Box::pin(tokio::time::sleep(idle_timeout)),
+            idle_timeout,
+            sse,
+            upstream_done: false,
+            counted_open,
+            metrics,
+        }
+    }
+
+    fn fail(&mut self, error: RelayError) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match &error {
+            RelayError::Idle(_) => self.metrics.idle_timeouts.inc(),
+            RelayError::Sse(_) | RelayError::Upstream(_) => self.metrics.body_errors.inc(),
+        }
+        tracing::warn!(error = %error, "Relayed stream cut.");
+        self.upstream_done = true;
+        self.sse = None;
+        Poll::Ready(Some(Err(Box::new(error))))
+    }
+
+    fn poll_relay(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        loop {
+            if let Some(decoder) = &mut self.sse {
+                match decoder.next_event() {
+                    Ok(Some(event)) => {
+                        self.metrics.sse_events.inc();
+                        return Poll::Ready(Some(Ok(Frame::data(event))));
+                    }
+                    Ok(None) => {}
+                    Err(e) => return self.fail(e.into()),
+                }
+                if self.upstream_done {
+                    // The upstream ended mid-event: forward the remainder unchanged.
+                    return Poll::Ready(decoder.finish().map(|rest| Ok(Frame::data(rest))));
+                }
+            } else if self.upstream_done {
+                return Poll::Ready(None);
+            }
+            match Pin::new(&mut self.inner).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => {
+                    let deadline = Instant::now() + self.idle_timeout;
+                    self.idle.as_mut().reset(deadline);
+                    match (&mut self.sse, frame.into_data()) {
+                        (Some(decoder), Ok(data)) => decoder.push(&data),
+                        (None, Ok(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
+                        (_, Err(frame)) => return Poll::Ready(Some(Ok(frame))),
+                    }
+                }
+                Poll::Ready(Some(Err(e))) => return self.fail(e.into()),
+                Poll::Ready(None) => self.upstream_done = true,
+                Poll::Pending => {
+                    ready!(self.idle.as_mut().poll(cx));
+                    return self.fail(RelayError::Idle(self.idle_timeout));
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        if self.counted_open {
+            self.metrics.sse_open.dec();
+        }
+    }
+}
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match self.get_mut() {
+            ResponseBody::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
+            ResponseBody::Relay(relay) => relay.poll_relay(cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            ResponseBody::Full(data) => data.is_none(),
+            ResponseBody::Relay(relay) => match &relay.sse {
+                Some(decoder) => relay.upstream_done && decoder.buffered() == 0,
+                None => relay.upstream_done || relay.inner.is_end_stream(),
+            },
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            ResponseBody::Full(Some(d)) => SizeHint::with_exact(d.len() as u64),
+            ResponseBody::Full(None) => SizeHint::with_exact(0),
+            ResponseBody::Relay(relay) if relay.sse.is_none() => relay.inner.size_hint(),
+            ResponseBody::Relay(_) => SizeHint::default(),
+        }
+    }
+}

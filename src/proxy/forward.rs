@@ -1,0 +1,190 @@
+//! The per-request pipeline, in a fixed order:
+//!
+//! 1. **route**: find the route by path prefix (unknown path → 404 JSON-RPC error);
+//! 2. **read the body**, bounded by `limits.max_request_body` (413 before reading when the
+//!    declared length is already too large): MCP messages are small JSON documents that later
+//!    stages must see whole;
+//! 3. **peek the envelope** (JSON-RPC `id` and `method`) for error bodies and metric labels;
+//! 4. **send upstream** with hop-by-hop fields stripped and `X-Forwarded-*` added;
+//! 5. **relay the response**: head at once, body streamed (SSE event by event);
+//! 6. **record** status and latency.
+//!
+//! Errors from any step go through [`GatewayError::into_response`], the one place that shapes
+//! them.
+
+use super::body::{Relay, RelayMetrics, ResponseBody};
+use super::headers;
+use super::{Gateway, Route};
+use crate::error::GatewayError;
+use crate::mcp::jsonrpc::Envelope;
+use bytes::Bytes;
+use http::{header, Method, Request, Response};
+use http_body::Body as _;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Connection facts the pipeline needs.
+#[derive(Clone, Copy)]
+pub struct ClientConn {
+    pub peer: SocketAddr,
+    /// `http` or `https`, for `X-Forwarded-Proto`.
+    pub scheme: &'static str,
+}
+
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::PUT => "PUT",
+        _ => "other",
+    }
+}
+
+/// Serves one client request.
+pub async fn handle(
+    gateway: Arc<Gateway>,
+    conn: ClientConn,
+    request: Request<Incoming>,
+) -> Response<ResponseBody> {
+    let started = Instant::now();
+    let http_method = method_label(request.method());
+    let path = request.uri().path().to_owned();
+    let Some((route, rest)) = gateway.route(&path) else {
+        let response = GatewayError::NoRoute.into_response(None);
+        record(
+            &gateway,
+            "unmatched",
+            http_method,
+            "none",
+            &response,
+            started,
+        );
+        return response;
+    };
+    let rest = rest.to_owned();
+    let mut envelope = Envelope::default();
+    let response = match exchange(&gateway, route, &rest, conn, request, &mut envelope).await {
+        Ok(response) => response,
+        Err(error) => {
+            if error.fault() != crate::error::Fault::Client {
+                tracing::warn!(route = %route.name, reason = error.reason(), error = %error, "Upstream request failed.");
+                gateway
+                    .metrics
+                    .upstream_errors
+                    .with_label_values(&[&route.name, error.reason()])
+                    .inc();
+            }
+            error.into_response(envelope.id.as_deref())
+        }
+    };
+    record(
+        &gateway,
+        &route.name,
+        http_method,
+        envelope.method_label(),
+        &response,
+        started,
+    );
+    response
+}
+
+/// Steps 2–5 for a routed request.
+async fn exchange(
+    gateway: &Gateway,
+    route: &Route,
+    rest: &str,
+    conn: ClientConn,
+    request: Request<Incoming>,
+    envelope: &mut Envelope,
+) -> Result<Response<ResponseBody>, GatewayError> {
+    let (mut parts, body) = request.into_parts();
+    let body = read_body(body, gateway.settings.limits.max_request_body.as_u64()).await?;
+    if parts.method == Method::POST {
+        *envelope = Envelope::peek(&body);
+    }
+
+    let uri = route.upstream_uri(rest, parts.uri.query());
+    headers::to_upstream(&mut parts.headers, conn.peer.ip(), conn.scheme);
+    let mut upstream_request = Request::builder()
+        .method(parts.method)
+        .uri(uri)
+        .body(Full::new(body))
+        .map_err(GatewayError::BadUpstreamRequest)?;
+    *upstream_request.headers_mut() = parts.headers;
+
+    let response = route.upstream.send(upstream_request).await?;
+    Ok(relay_response(gateway, route, response))
+}
+
+/// Reads a request body up to `limit` bytes.
+async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, GatewayError> {
+    if body.size_hint().lower() > limit {
+        return Err(GatewayError::BodyTooLarge { limit });
+    }
+    let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
+    match limited.collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(GatewayError::BodyTooLarge { limit })
+        }
+        Err(e) => Err(GatewayError::ClientBody(e)),
+    }
+}
+
+/// Passes the upstream response head on at once and wraps its body in a streaming relay.
+fn relay_response(
+    gateway: &Gateway,
+    route: &Route,
+    response: Response<Incoming>,
+) -> Response<ResponseBody> {
+    let (mut parts, body) = response.into_parts();
+    let event_stream = headers::is_event_stream(&parts.headers);
+    headers::to_client(&mut parts.headers, event_stream);
+    let m = &gateway.metrics;
+    let metrics = RelayMetrics {
+        idle_timeouts: m
+            .upstream_errors
+            .with_label_values(&[&route.name, "stream_idle_timeout"]),
+        body_errors: m.upstream_errors.with_label_values(&[&route.name, "body"]),
+        sse_events: m.sse_events.with_label_values(&[&route.name]),
+        sse_open: m.sse_streams_open.with_label_values(&[&route.name]),
+    };
+    let limits = &gateway.settings.limits;
+    let sse_max =
+        event_stream.then(|| usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX));
+    // A body the upstream declared empty needs no relay (and no idle timer).
+    let body = if parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .is_some_and(|v| v == "0")
+    {
+        ResponseBody::empty()
+    } else {
+        let idle = gateway.settings.timeouts.stream_idle;
+        ResponseBody::Relay(Box::new(Relay::new(body, idle, sse_max, metrics)))
+    };
+    Response::from_parts(parts, body)
+}
+
+fn record(
+    gateway: &Gateway,
+    route: &str,
+    http_method: &'static str,
+    mcp_method: &'static str,
+    response: &Response<ResponseBody>,
+    started: Instant,
+) {
+    let m = &gateway.metrics;
+    m.requests
+        .with_label_values(&[route, http_method, mcp_method, response.status().as_str()])
+        .inc();
+    m.request_duration
+        .with_label_values(&[route, http_method])
+        .observe(started.elapsed().as_secs_f64());
+}

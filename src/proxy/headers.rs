@@ -1,0 +1,152 @@
+//! Header rules for both directions (RFC 9110 §7.6.1): hop-by-hop fields are removed, every
+//! end-to-end field passes untouched (all MCP headers, `Authorization`, `Last-Event-ID`,
+//! unknown `Mcp-Param-*`), `X-Forwarded-*` are added towards the upstream, and SSE responses get
+//! the anti-buffering fields intermediaries honour.
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use std::net::IpAddr;
+
+/// Fields that describe one connection, never forwarded.
+const HOP_BY_HOP: [HeaderName; 7] = [
+    header::CONNECTION,
+    HeaderName::from_static("keep-alive"),
+    HeaderName::from_static("proxy-connection"),
+    header::TE,
+    header::TRAILER,
+    header::TRANSFER_ENCODING,
+    header::UPGRADE,
+];
+
+/// Removes hop-by-hop fields, including every field the `Connection` header names.
+pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named.iter().chain(HOP_BY_HOP.iter()) {
+        headers.remove(name);
+    }
+}
+
+/// Prepares client request headers for the upstream.
+pub fn to_upstream(headers: &mut HeaderMap, peer: IpAddr, scheme: &'static str) {
+    strip_hop_by_hop(headers);
+    // The client computes Host from the upstream URI; the original goes in X-Forwarded-Host.
+    if let Some(host) = headers.remove(header::HOST) {
+        headers.insert(HeaderName::from_static("x-forwarded-host"), host);
+    }
+    // The body is forwarded as one known-length buffer; hyper writes its own Content-Length.
+    headers.remove(header::CONTENT_LENGTH);
+    let xff = HeaderName::from_static("x-forwarded-for");
+    let forwarded_for = match headers.get(&xff).and_then(|v| v.to_str().ok()) {
+        Some(prior) => format!("{prior}, {peer}"),
+        None => peer.to_string(),
+    };
+    if let Ok(value) = HeaderValue::from_str(&forwarded_for) {
+        headers.insert(xff, value);
+    }
+    headers.insert(
+        HeaderName::from_static("x-forwarded-proto"),
+        HeaderValue::from_static(scheme),
+    );
+}
+
+/// True when a response's content type is `text/event-stream`.
+pub fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/event-stream"))
+}
+
+/// Prepares upstream response headers for the client.
+pub fn to_client(headers: &mut HeaderMap, event_stream: bool) {
+    strip_hop_by_hop(headers);
+    if !event_stream {
+        return;
+    }
+    // A relayed stream's length is not known in advance, and proxies and CDNs in front of us
+    // must not hold events back (nginx honours X-Accel-Buffering).
+    headers.remove(header::CONTENT_LENGTH);
+    headers.insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    let cache_control = headers
+        .get(header::CACHE_CONTROL)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    match cache_control {
+        None => {
+            headers.insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("no-cache, no-transform"),
+            );
+        }
+        Some(v) if !v.to_ascii_lowercase().contains("no-transform") => {
+            if let Ok(value) = HeaderValue::from_str(&format!("{v}, no-transform")) {
+                headers.insert(header::CACHE_CONTROL, value);
+            }
+        }
+        Some(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connection_named_fields_and_hop_by_hop_are_removed() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("keep-alive, x-secret-hop"),
+        );
+        h.insert("x-secret-hop", HeaderValue::from_static("1"));
+        h.insert(
+            header::TRANSFER_ENCODING,
+            HeaderValue::from_static("chunked"),
+        );
+        h.insert("mcp-session-id", HeaderValue::from_static("abc"));
+        h.insert("last-event-id", HeaderValue::from_static("7"));
+        strip_hop_by_hop(&mut h);
+        assert!(h.get("x-secret-hop").is_none());
+        assert!(h.get(header::TRANSFER_ENCODING).is_none());
+        assert_eq!(h.get("mcp-session-id").unwrap(), "abc");
+        assert_eq!(h.get("last-event-id").unwrap(), "7");
+    }
+
+    #[test]
+    fn forwarded_for_is_appended() {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
+        h.insert(header::HOST, HeaderValue::from_static("gw.example"));
+        to_upstream(&mut h, "127.0.0.1".parse().unwrap(), "https");
+        assert_eq!(h.get("x-forwarded-for").unwrap(), "10.0.0.1, 127.0.0.1");
+        assert_eq!(h.get("x-forwarded-proto").unwrap(), "https");
+        assert_eq!(h.get("x-forwarded-host").unwrap(), "gw.example");
+        assert!(h.get(header::HOST).is_none());
+    }
+
+    #[test]
+    fn event_streams_get_anti_buffering_fields() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream; charset=utf-8"),
+        );
+        h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        assert!(is_event_stream(&h));
+        to_client(&mut h, true);
+        assert_eq!(h.get("x-accel-buffering").unwrap(), "no");
+        assert_eq!(
+            h.get(header::CACHE_CONTROL).unwrap(),
+            "no-cache, no-transform"
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! The reverse proxy: the route table, the per-request pipeline ([`forward`]), response
+//! bodies ([`body`]), header rules ([`headers`]), upstream clients ([`upstream`]) and the
+//! accept loop ([`server`]).
+
+pub mod body;
+pub mod forward;
+pub mod headers;
+pub mod server;
+pub mod upstream;
+
+use crate::metrics::Metrics;
+use crate::settings::{RouteSettings, Settings};
+use std::sync::Arc;
+use upstream::Upstream;
+
+/// One route: a path prefix on the gateway in front of one upstream MCP endpoint.
+pub struct Route {
+    pub name: String,
+    /// The configured prefix without a trailing `/` (`""` for a route at `/`).
+    prefix: String,
+    /// `scheme://authority` of the upstream.
+    upstream_origin: String,
+    /// The upstream base path exactly as configured (used when the request has no rest).
+    upstream_path: String,
+    /// The same without a trailing `/`, joined with a non-empty rest.
+    upstream_path_trimmed: String,
+    pub upstream: Upstream,
+}
+
+impl Route {
+    fn new(settings: &RouteSettings, config: &Settings) -> anyhow::Result<Self> {
+        let url = url::Url::parse(&settings.upstream)?;
+        let origin = url.origin().ascii_serialization();
+        Ok(Self {
+            name: settings.name.clone(),
+            prefix: settings.path.trim_end_matches('/').to_owned(),
+            upstream_origin: origin,
+            upstream_path: url.path().to_owned(),
+            upstream_path_trimmed: url.path().trim_end_matches('/').to_owned(),
+            upstream: Upstream::new(
+                settings.ca_file.as_deref(),
+                config.timeouts.upstream_connect,
+                config.timeouts.upstream_first_byte,
+            )?,
+        })
+    }
+
+    /// The rest of `path` after this route's prefix, if the prefix matches on a segment
+    /// boundary (`/mcp` matches `/mcp` and `/mcp/x`, not `/mcpx`).
+    fn rest<'p>(&self, path: &'p str) -> Option<&'p str> {
+        let rest = path.strip_prefix(self.prefix.as_str())?;
+        (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+    }
+
+    /// The upstream URI for a request to `<prefix><rest>?<query>`.
+    fn upstream_uri(&self, rest: &str, query: Option<&str>) -> String {
+        let mut uri = String::with_capacity(
+            self.upstream_origin.len() + self.upstream_path.len() + rest.len() + 64,
+        );
+        uri.push_str(&self.upstream_origin);
+        if rest.is_empty() {
+            uri.push_str(&self.upstream_path);
+        } else {
+            uri.push_str(&self.upstream_path_trimmed);
+            uri.push_str(rest);
+        }
+        if let Some(q) = query {
+            uri.push('?');
+            uri.push_str(q);
+        }
+        uri
+    }
+}
+
+/// Everything the request path needs, shared by all connections.
+pub struct Gateway {
+    /// Routes, longest prefix first.
+    routes: Vec<Route>,
+    pub settings: Settings,
+    pub metrics: Metrics,
+}
+
+impl Gateway {
+    pub fn new(settings: Settings, metrics: Metrics) -> anyhow::Result<Arc<Self>> {
+        let mut routes = settings
+            .routes
+            .iter()
+            .map(|r| Route::new(r, &settings))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        routes.sort_by(|a, b| b.prefix.len().cmp(&a.prefix.len()));
+        Ok(Arc::new(Self {
+            routes,
+            settings,
+            metrics,
+        }))
+    }
+
+    /// The route serving `path` and the rest of the path after its prefix.
+    pub fn route<'p>(&self, path: &'p str) -> Option<(&Route, &'p str)> {
+        self.routes
+            .iter()
+            .find_map(|r| r.rest(path).map(|rest| (r, rest)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gateway(routes: &[(&str, &str, &str)]) -> Arc<Gateway> {
+        let mut yaml = String::from("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nroutes:\n");
+        for (name, path, upstream) in routes {
+            yaml.push_str(&format!(
+                "  - {{ name: {name}, path: \"{path}\", upstream: \"{upstream}\" }}\n"
+            ));
+        }
+        let settings = Settings::from_yaml(&yaml, std::path::Path::new(".")).unwrap();
+        Gateway::new(settings, Metrics::new()).unwrap()
+    }
+
+    #[test]
+    fn prefix_matches_on_segment_boundary_and_longest_wins() {
+        let gw = gateway(&[
+            ("a", "/mcp", "http://127.0.0.1:1/mcp"),
+            ("b", "/mcp/admin", "http://127.0.0.1:2/"),
+        ]);
+        assert_eq!(
+            gw.route("/mcp").map(|(r, rest)| (&*r.name, rest)),
+            Some(("a", ""))
+        );
+        assert_eq!(
+            gw.route("/mcp/x").map(|(r, rest)| (&*r.name, rest)),
+            Some(("a", "/x"))
+        );
+        assert_eq!(gw.route("/mcp/admin/y").map(|(r, _)| &*r.name), Some("b"));
+        assert!(gw.route("/mcpx").is_none());
+        assert!(gw.route("/").is_none());
+    }
+
+    #[test]
+    fn upstream_uri_joins_rest_and_query() {
+        let gw = gateway(&[
+            ("a", "/mcp/", "http://127.0.0.1:1/base/"),
+            ("r", "/", "http://h:2"),
+        ]);
+        let (route, rest) = gw.route("/mcp/messages").unwrap();
+        assert_eq!(
+            route.upstream_uri(rest, Some("sessionId=1")),
+            "http://127.0.0.1:1/base/messages?sessionId=1"
+        );
+        let (route, rest) = gw.route("/mcp").unwrap();
+        assert_eq!(route.upstream_uri(rest, None), "http://127.0.0.1:1/base/");
+        let (route, rest) = gw.route("/other").unwrap();
+        assert_eq!(route.name, "r");
+        assert_eq!(route.upstream_uri(rest, None), "http://h:2/other");
+        let (_, rest) = gw.route("/").unwrap();
+        assert_eq!(route.upstream_uri(rest, None), "http://h:2/");
+    }
+}

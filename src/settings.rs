@@ -1,0 +1,411 @@
+//! Process settings: listeners, TLS, routes, limits, timeouts and logging.
+//!
+//! Owns reading the YAML file through the `config` crate (with `ELICITGATE__…` environment
+//! overrides), rejecting unknown keys, and validating everything at once: [`Settings::load`]
+//! returns either a checked [`Settings`] or a [`ConfigErrors`] listing *every* problem found,
+//! so an operator fixes a file in one pass. Nothing here runs on the request path.
+
+use bytesize::ByteSize;
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Prefix of environment overrides: `ELICITGATE__LIMITS__MAX_REQUEST_BODY=8MiB`.
+pub const ENV_PREFIX: &str = "ELICITGATE";
+
+/// Every problem found in a configuration file.
+#[derive(Debug, Default)]
+pub struct ConfigErrors(pub Vec<String>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "error: {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+/// rustls termination on the client listener.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TlsSettings {
+    /// PEM certificate chain, leaf first.
+    pub cert_file: PathBuf,
+    /// PEM private key (PKCS#8, PKCS#1 or SEC1).
+    pub key_file: PathBuf,
+}
+
+/// Bounds on what is read off the wire.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Largest client request body; larger ones get 413.
+    pub max_request_body: ByteSize,
+    /// Largest single SSE event from an upstream; a larger one ends the stream.
+    pub max_sse_event: ByteSize,
+    /// Client connections served at once; further ones wait in the accept queue.
+    pub max_connections: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_request_body: ByteSize::mib(4),
+            max_sse_event: ByteSize::mib(4),
+            max_connections: 10_000,
+        }
+    }
+}
+
+/// Timeouts, written with units (`500ms`, `10s`, `5m`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timeouts {
+    /// TCP (and TLS) connect to an upstream; exceeded → 504.
+    #[serde(with = "humantime_serde")]
+    pub upstream_connect: Duration,
+    /// From sending the request to the upstream's response head; exceeded → 504.
+    #[serde(with = "humantime_serde")]
+    pub upstream_first_byte: Duration,
+    /// Longest silence on a streamed response body before the gateway ends it.
+    #[serde(with = "humantime_serde")]
+    pub stream_idle: Duration,
+    /// Time a client gets to send a request head (slow-loris bound).
+    #[serde(with = "humantime_serde")]
+    pub client_header: Duration,
+    /// Time a client gets to finish a TLS handshake.
+    #[serde(with = "humantime_serde")]
+    pub tls_handshake: Duration,
+    /// On SIGTERM/SIGINT, how long in-flight requests may run before they are cut.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            upstream_connect: Duration::from_secs(5),
+            upstream_first_byte: Duration::from_secs(60),
+            stream_idle: Duration::from_secs(300),
+            client_header: Duration::from_secs(30),
+            tls_handshake: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// One upstream MCP server behind a path prefix.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSettings {
+    /// Operator-chosen name; a label in metrics and audit events (`[A-Za-z0-9_-]`, ≤ 64).
+    pub name: String,
+    /// Path prefix on the gateway; `<path><rest>` goes to `<upstream><rest>`.
+    pub path: String,
+    /// `http://` or `https://` base URL of the MCP endpoint.
+    pub upstream: String,
+    /// Extra PEM CA bundle trusted for an `https` upstream, besides the system roots.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+/// Log output format.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// Logging (tracing) settings; `RUST_LOG` overrides `level`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    /// A tracing filter, e.g. `info` or `elicitgate=debug`.
+    pub level: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
+    }
+}
+
+/// The checked process settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub listen: SocketAddr,
+    pub admin_listen: SocketAddr,
+    pub tls: Option<TlsSettings>,
+    pub limits: Limits,
+    pub timeouts: Timeouts,
+    pub log: LogSettings,
+    pub routes: Vec<RouteSettings>,
+}
+
+const TOP_LEVEL_KEYS: &[&str] = &[
+    "listen",
+    "admin_listen",
+    "tls",
+    "limits",
+    "timeouts",
+    "log",
+    "routes",
+];
+
+impl Settings {
+    /// Loads `path` (YAML) with environment overrides and validates it.
+    pub fn load(path: &Path) -> Result<Settings, ConfigErrors> {
+        let source = config::Config::builder()
+            .add_source(config::File::from(path).format(config::FileFormat::Yaml))
+            .add_source(
+                config::Environment::with_prefix(ENV_PREFIX)
+                    .prefix_separator("__")
+                    .separator("__")
+                    .try_parsing(true),
+            )
+            .build()
+            .map_err(|e| ConfigErrors(vec![format!("{}: {e}", path.display())]))?;
+        Self::from_config(&source, path.parent().unwrap_or(Path::new(".")))
+    }
+
+    /// Loads settings from a YAML string (tests and the demo); relative file paths resolve
+    /// against `base`.
+    pub fn from_yaml(yaml: &str, base: &Path) -> Result<Settings, ConfigErrors> {
+        let source = config::Config::builder()
+            .add_source(config::File::from_str(yaml, config::FileFormat::Yaml))
+            .build()
+            .map_err(|e| ConfigErrors(vec![e.to_string()]))?;
+        Self::from_config(&source, base)
+    }
+
+    fn from_config(source: &config::Config, base: &Path) -> Result<Settings, ConfigErrors> {
+        let mut errors = Vec::new();
+        let top = match source
+            .clone()
+            .try_deserialize::<config::Map<String, config::Value>>()
+        {
+            Ok(map) => map,
+            Err(e) => return Err(ConfigErrors(vec![e.to_string()])),
+        };
+        let mut unknown: Vec<&String> = top
+            .keys()
+            .filter(|k| !TOP_LEVEL_KEYS.contains(&k.as_str()))
+            .collect();
+        unknown.sort();
+        for key in unknown {
+            errors.push(format!("unknown key `{key}`"));
+        }
+        let listen = field::<SocketAddr>(&top, "listen", &mut errors);
+        let admin_listen = field::<SocketAddr>(&top, "admin_listen", &mut errors);
+        let tls = optional::<TlsSettings>(&top, "tls", &mut errors);
+        let limits = optional::<Limits>(&top, "limits", &mut errors).unwrap_or_default();
+        let timeouts = optional::<Timeouts>(&top, "timeouts", &mut errors).unwrap_or_default();
+        let log = optional::<LogSettings>(&top, "log", &mut errors).unwrap_or_default();
+        let (indices, routes): (Vec<usize>, Vec<RouteSettings>) =
+            routes(&top, &mut errors).into_iter().unzip();
+
+        let mut settings = Settings {
+            listen: listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
+            admin_listen: admin_listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
+            tls,
+            limits,
+            timeouts,
+            log,
+            routes,
+        };
+        settings.resolve_paths(base);
+        settings.validate(&indices, &mut errors);
+        if errors.is_empty() {
+            Ok(settings)
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        let resolve = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        if let Some(tls) = &mut self.tls {
+            resolve(&mut tls.cert_file);
+            resolve(&mut tls.key_file);
+        }
+        for route in &mut self.routes {
+            if let Some(ca) = &mut route.ca_file {
+                resolve(ca);
+            }
+        }
+    }
+
+    /// `indices` are the routes' positions in the file (routes that failed to parse are gone).
+    fn validate(&self, indices: &[usize], errors: &mut Vec<String>) {
+        if let Some(tls) = &self.tls {
+            for file in [&tls.cert_file, &tls.key_file] {
+                if !file.is_file() {
+                    errors.push(format!("tls: file `{}` does not exist", file.display()));
+                }
+            }
+        }
+        if self.limits.max_connections == 0 {
+            errors.push("limits.max_connections: must be at least 1".into());
+        }
+        if self.limits.max_request_body.as_u64() == 0 || self.limits.max_sse_event.as_u64() == 0 {
+            errors.push("limits: sizes must be greater than zero".into());
+        }
+        if let Err(e) = self.log.level.parse::<tracing_subscriber::EnvFilter>() {
+            errors.push(format!("log.level: {e}"));
+        }
+        let t = &self.timeouts;
+        for (name, value) in [
+            ("upstream_connect", t.upstream_connect),
+            ("upstream_first_byte", t.upstream_first_byte),
+            ("stream_idle", t.stream_idle),
+            ("client_header", t.client_header),
+            ("tls_handshake", t.tls_handshake),
+        ] {
+            if value.is_zero() {
+                errors.push(format!("timeouts.{name}: must be greater than zero"));
+            }
+        }
+        if self.routes.is_empty()
+            && indices.is_empty()
+            && !errors.iter().any(|e| e.starts_with("routes"))
+        {
+            errors.push("routes: at least one route is required".into());
+        }
+        for (n, (route, &i)) in self.routes.iter().zip(indices).enumerate() {
+            route.validate(i, errors);
+            for other in &self.routes[..n] {
+                if other.name == route.name {
+                    errors.push(format!("routes[{i}]: duplicate name `{}`", route.name));
+                }
+                if other.path == route.path {
+                    errors.push(format!("routes[{i}]: duplicate path `{}`", route.path));
+                }
+            }
+        }
+    }
+}
+
+impl RouteSettings {
+    fn validate(&self, i: usize, errors: &mut Vec<String>) {
+        let name_ok = !self.name.is_empty()
+            && self.name.len() <= 64
+            && self
+                .name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        if !name_ok {
+            errors.push(format!(
+                "routes[{i}].name: `{}` must be 1-64 characters of [A-Za-z0-9_-]",
+                self.name
+            ));
+        }
+        if !self.path.starts_with('/') || self.path.contains(['?', '#']) {
+            errors.push(format!(
+                "routes[{i}].path: `{}` must start with `/` and have no query",
+                self.path
+            ));
+        }
+        match url::Url::parse(&self.upstream) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {
+                if u.query().is_some() || u.fragment().is_some() {
+                    errors.push(format!(
+                        "routes[{i}].upstream: `{}` must not have a query or fragment",
+                        self.upstream
+                    ));
+                }
+                if u.scheme() == "http" && self.ca_file.is_some() {
+                    errors.push(format!(
+                        "routes[{i}].ca_file: only meaningful for an https upstream"
+                    ));
+                }
+            }
+            Ok(_) => errors.push(format!(
+                "routes[{i}].upstream: `{}` must be an http:// or https:// URL",
+                self.upstream
+            )),
+            Err(e) => errors.push(format!(
+                "routes[{i}].upstream: `{}` is not a URL: {e}",
+                self.upstream
+            )),
+        }
+        if let Some(ca) = &self.ca_file {
+            if !ca.is_file() {
+                errors.push(format!(
+                    "routes[{i}].ca_file: `{}` does not exist",
+                    ca.display()
+                ));
+            }
+        }
+    }
+}
+
+fn field<T: DeserializeOwned>(
+    top: &config::Map<String, config::Value>,
+    key: &str,
+    errors: &mut Vec<String>,
+) -> Option<T> {
+    match top.get(key) {
+        None => {
+            errors.push(format!("missing key `{key}`"));
+            None
+        }
+        Some(v) => decode(v.clone(), key, errors),
+    }
+}
+
+fn optional<T: DeserializeOwned>(
+    top: &config::Map<String, config::Value>,
+    key: &str,
+    errors: &mut Vec<String>,
+) -> Option<T> {
+    top.get(key).and_then(|v| decode(v.clone(), key, errors))
+}
+
+fn decode<T: DeserializeOwned>(v: config::Value, at: &str, errors: &mut Vec<String>) -> Option<T> {
+    v.try_deserialize::<T>()
+        .map_err(|e| errors.push(format!("{at}: {e}")))
+        .ok()
+}
+
+fn routes(
+    top: &config::Map<String, config::Value>,
+    errors: &mut Vec<String>,
+) -> Vec<(usize, RouteSettings)> {
+    let Some(value) = top.get("routes") else {
+        return Vec::new();
+    };
+    match value.clone().into_array() {
+        Ok(items) => items
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, v)| decode(v, &format!("routes[{i}]"), errors).map(|r| (i, r)))
+            .collect(),
+        Err(e) => {
+            errors.push(format!("routes: {e}"));
+            Vec::new()
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "settings_tests.rs"]
+mod tests;

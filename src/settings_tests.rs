@@ -1,0 +1,98 @@
+use super::*;
+
+fn load(yaml: &str) -> Result<Settings, ConfigErrors> {
+    Settings::from_yaml(yaml, Path::new("."))
+}
+
+const MINIMAL: &str = r#"
+listen: "127.0.0.1:8080"
+admin_listen: "127.0.0.1:9090"
+routes:
+  - name: demo
+    path: /mcp
+    upstream: "http://127.0.0.1:3001/mcp"
+"#;
+
+#[test]
+fn minimal_config_gets_defaults() {
+    let s = load(MINIMAL).unwrap();
+    assert_eq!(s.routes.len(), 1);
+    assert_eq!(s.limits.max_request_body, ByteSize::mib(4));
+    assert_eq!(s.timeouts.upstream_connect, Duration::from_secs(5));
+    assert!(s.tls.is_none());
+}
+
+#[test]
+fn units_are_parsed() {
+    let yaml = format!(
+        "{MINIMAL}limits: {{ max_request_body: 64KiB, max_sse_event: 1MB }}\ntimeouts: {{ upstream_first_byte: 250ms, stream_idle: 2m }}\n"
+    );
+    let s = load(&yaml).unwrap();
+    assert_eq!(s.limits.max_request_body.as_u64(), 64 * 1024);
+    assert_eq!(s.limits.max_sse_event.as_u64(), 1_000_000);
+    assert_eq!(s.timeouts.upstream_first_byte, Duration::from_millis(250));
+    assert_eq!(s.timeouts.stream_idle, Duration::from_secs(120));
+}
+
+#[test]
+fn every_error_is_reported_at_once() {
+    let yaml = r#"
+listen: "not an address"
+admin_listen: "127.0.0.1:9090"
+colour: blue
+limits: { max_request_bodyy: 1KiB }
+timeouts: { upstream_connect: soon }
+routes:
+  - name: "bad name!"
+    path: mcp
+    upstream: "ftp://example.com/"
+  - name: dup
+    path: /a
+    upstream: "http://127.0.0.1:1/"
+    extra: 1
+  - name: ok
+    path: /b
+    upstream: "http://127.0.0.1:1/"
+  - name: ok
+    path: /b
+    upstream: "http://127.0.0.1:1/"
+"#;
+    let errors = load(yaml).unwrap_err().0;
+    let all = errors.join("\n");
+    for needle in [
+        "unknown key `colour`",
+        "listen:",
+        "max_request_bodyy",
+        "timeouts:",
+        "routes[0].name",
+        "routes[0].path",
+        "routes[0].upstream",
+        "routes[1]: unknown field `extra`",
+        "routes[3]: duplicate name `ok`",
+        "routes[3]: duplicate path `/b`",
+    ] {
+        assert!(all.contains(needle), "missing {needle:?} in:\n{all}");
+    }
+}
+
+#[test]
+fn missing_files_and_routes_are_errors() {
+    let yaml = "listen: 127.0.0.1:1\nadmin_listen: 127.0.0.1:2\ntls: { cert_file: /nonexistent/c.pem, key_file: /nonexistent/k.pem }\n";
+    let all = load(yaml).unwrap_err().0.join("\n");
+    assert!(all.contains("/nonexistent/c.pem"));
+    assert!(all.contains("at least one route"));
+}
+
+#[test]
+fn example_configs_in_the_repo_are_valid() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "yaml") {
+            Settings::load(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            seen += 1;
+        }
+    }
+    assert!(seen > 0);
+}
