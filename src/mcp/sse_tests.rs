@@ -21,8 +21,11 @@ fn decode_split(stream: &[u8], cuts: &[usize], max: usize) -> Result<Vec<Bytes>,
     Ok(out)
 }
 
-/// The dispatched meaning of a stream: (event, id, data) of every event that has data.
-fn meaning(raws: &[Bytes]) -> Vec<(Option<Vec<u8>>, Option<Vec<u8>>, Vec<u8>)> {
+/// (event, id, data) of one dispatched event.
+type Meaning = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<u8>);
+
+/// The dispatched meaning of a stream: every event that has data.
+fn meaning(raws: &[Bytes]) -> Vec<Meaning> {
     raws.iter()
         .filter_map(|raw| {
             let f = SseFields::parse(raw);

@@ -87,7 +87,7 @@ impl Gateway {
             .iter()
             .map(|r| Route::new(r, &settings))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        routes.sort_by(|a, b| b.prefix.len().cmp(&a.prefix.len()));
+        routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
         Ok(Arc::new(Self {
             routes,
             settings,
