@@ -16,6 +16,8 @@
 #![deny(rust_2018_idioms)]
 
 pub mod admin;
+pub mod audit;
+pub mod enforce;
 pub mod error;
 pub mod mcp;
 pub mod metrics;

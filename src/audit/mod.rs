@@ -1,0 +1,256 @@
+//! Audit events: one JSON line per decision, redacted by construction.
+//!
+//! Owns the event schema (versioned by `v`), keyed hashing of identifiers (session, principal,
+//! elicitation id: HMAC-SHA256 with a secret salt, so equal ids correlate within a deployment
+//! but cannot be reversed or guessed), URL redaction, and the final scrub of server-chosen
+//! names. An event is built from names, rule ids and enums; form content, defaults, messages,
+//! full URLs and headers are never copied in (the message only when a policy opts in, and
+//! then scrubbed).
+
+pub mod scrub;
+pub mod sink;
+
+use hmac::{Hmac, Mac};
+use scrub::{Scrubber, REDACTED};
+use serde::Serialize;
+use sha2::Sha256;
+use sink::AuditSink;
+use std::time::SystemTime;
+
+/// Version of the event schema; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// What happened.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+pub enum EventKind {
+    #[serde(rename = "elicitation.allowed")]
+    Allowed,
+    #[serde(rename = "elicitation.blocked")]
+    Blocked,
+    /// Allowed, but rules in `audit` mode (or dry run) matched.
+    #[serde(rename = "elicitation.audited")]
+    Audited,
+    #[serde(rename = "elicitation.answered")]
+    Answered,
+    #[serde(rename = "answer.rejected")]
+    AnswerRejected,
+    #[serde(rename = "elicitation.completed")]
+    Completed,
+    #[serde(rename = "completion.dropped")]
+    CompletionDropped,
+    #[serde(rename = "policy.loaded")]
+    PolicyLoaded,
+    #[serde(rename = "policy.reload_failed")]
+    PolicyReloadFailed,
+}
+
+/// A schema property as audited: its name (scrubbed) and type, never its values.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct PropertyShape {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// A URL reduced to what an incident responder needs.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RedactedUrl {
+    pub scheme: String,
+    pub host: String,
+    pub path: String,
+    /// Query parameter names with every value replaced by the redaction marker.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+}
+
+/// A rule match as audited.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct AuditFinding {
+    pub rule: String,
+    pub location: String,
+    pub detector: String,
+}
+
+/// One audit line. Optional fields are omitted when they do not apply.
+#[derive(Debug, Clone, Serialize, Default)]
+pub struct AuditEvent {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub event: Option<EventKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub transport: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub carrier: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elicitation: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<&'static str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<AuditFinding>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schema: Vec<PropertyShape>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<RedactedUrl>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_to_answer_ms: Option<u64>,
+    /// Only when the policy sets `audit.include_message`, and then scrubbed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Free-form reason for policy events (error counts, never file contents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Envelope<'a> {
+    v: u32,
+    ts: String,
+    event_id: String,
+    #[serde(flatten)]
+    event: &'a AuditEvent,
+}
+
+/// Builds, redacts and writes audit events.
+pub struct Auditor {
+    sink: AuditSink,
+    salt: Vec<u8>,
+    scrubber: Scrubber,
+}
+
+impl Auditor {
+    pub fn new(sink: AuditSink, salt: Vec<u8>) -> Result<Self, regex::Error> {
+        Ok(Self {
+            sink,
+            salt,
+            scrubber: Scrubber::new()?,
+        })
+    }
+
+    /// A keyed hash of an identifier: `kind` separates namespaces (a session id and a
+    /// principal with the same text hash differently).
+    pub fn hash(&self, kind: &str, value: &str) -> String {
+        let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(&self.salt) else {
+            return REDACTED.to_owned();
+        };
+        mac.update(kind.as_bytes());
+        mac.update(&[0]);
+        mac.update(value.as_bytes());
+        let digest = mac.finalize().into_bytes();
+        digest[..12].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Scrubs a server-chosen name or text.
+    pub fn scrub(&self, text: &str) -> String {
+        self.scrubber.scrub(text).into_owned()
+    }
+
+    /// Scheme, host and path of `raw`, with query values and PII replaced; `None` when `raw`
+    /// is not a URL (then nothing of it is kept).
+    pub fn redact_url(&self, raw: &str) -> Option<RedactedUrl> {
+        let url = url::Url::parse(raw).ok()?;
+        let query = url.query().map(|_| {
+            url.query_pairs()
+                .map(|(k, _)| format!("{}={REDACTED}", self.scrubber.scrub(&k)))
+                .collect::<Vec<_>>()
+                .join("&")
+        });
+        Some(RedactedUrl {
+            scheme: url.scheme().to_owned(),
+            host: self.scrub(url.host_str().unwrap_or("")),
+            path: self.scrub(url.path()),
+            query,
+        })
+    }
+
+    /// Writes one event. Never blocks; drops are counted by the sink.
+    pub fn emit(&self, event: &AuditEvent) {
+        let envelope = Envelope {
+            v: SCHEMA_VERSION,
+            ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            event_id: uuid::Uuid::new_v4().simple().to_string(),
+            event,
+        };
+        match serde_json::to_string(&envelope) {
+            Ok(line) => self.sink.write(line),
+            Err(e) => tracing::error!(error = %e, "Audit event not serialisable."),
+        }
+    }
+}
+
+/// A random salt for keyed hashes when the configuration gives none.
+pub fn random_salt() -> Vec<u8> {
+    let mut salt = uuid::Uuid::new_v4().as_bytes().to_vec();
+    salt.extend_from_slice(uuid::Uuid::new_v4().as_bytes());
+    salt
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn auditor() -> (Auditor, std::sync::mpsc::Receiver<String>) {
+        let (sink, rx) = AuditSink::memory(prometheus::IntCounter::new("d", "d").unwrap());
+        (Auditor::new(sink, b"salt".to_vec()).unwrap(), rx)
+    }
+
+    #[test]
+    fn hashes_are_keyed_stable_and_namespaced() {
+        let (a, _) = auditor();
+        assert_eq!(a.hash("session", "abc"), a.hash("session", "abc"));
+        assert_ne!(a.hash("session", "abc"), a.hash("principal", "abc"));
+        let (sink, _) = AuditSink::memory(prometheus::IntCounter::new("d", "d").unwrap());
+        let other = Auditor::new(sink, b"other".to_vec()).unwrap();
+        assert_ne!(a.hash("session", "abc"), other.hash("session", "abc"));
+        assert!(!a.hash("session", "abc").contains("abc"));
+    }
+
+    #[test]
+    fn urls_keep_scheme_host_path_and_parameter_names_only() {
+        let (a, _) = auditor();
+        let u = a
+            .redact_url(
+                "https://auth.example.com/u/bob@example.com/connect?token=s3cr3t&flow=x#frag",
+            )
+            .unwrap();
+        assert_eq!(u.scheme, "https");
+        assert_eq!(u.host, "auth.example.com");
+        assert!(!u.path.contains("bob@example.com"));
+        assert_eq!(u.query.as_deref(), Some("token=[redacted]&flow=[redacted]"));
+        assert!(a.redact_url("not a url").is_none());
+    }
+
+    #[test]
+    fn emitted_lines_carry_version_time_and_id() {
+        let (a, rx) = auditor();
+        a.emit(&AuditEvent {
+            event: Some(EventKind::Blocked),
+            route: Some("demo".into()),
+            rules: vec!["form.secret".into()],
+            ..AuditEvent::default()
+        });
+        let line: serde_json::Value = serde_json::from_str(&rx.recv().unwrap()).unwrap();
+        assert_eq!(line["v"], 1);
+        assert_eq!(line["event"], "elicitation.blocked");
+        assert_eq!(line["rules"][0], "form.secret");
+        assert!(line["ts"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(line["event_id"].as_str().unwrap().len(), 32);
+        assert!(line.get("message").is_none());
+    }
+}

@@ -1,0 +1,76 @@
+//! Defence in depth for everything the gateway writes about traffic: a last pass over a
+//! finished audit line (or log field) that replaces anything PII- or secret-shaped.
+//!
+//! Audit events are redacted structurally (values are never copied into them); this scrub is
+//! the second wall, for what a server chose to put into names it controls (property names,
+//! URL paths, hosts). It is deliberately broad: a false positive costs a `[redacted]` in a log.
+
+use regex::Regex;
+use std::borrow::Cow;
+
+/// The marker that replaces every redacted value.
+pub const REDACTED: &str = "[redacted]";
+
+/// Compiled scrub patterns.
+pub struct Scrubber {
+    patterns: Regex,
+}
+
+impl Scrubber {
+    pub fn new() -> Result<Self, regex::Error> {
+        let patterns = [
+            // e-mail addresses (also percent-encoded @)
+            r"[A-Za-z0-9._%+\-]+(?:@|%40)[A-Za-z0-9.\-]+\.[A-Za-z]{2,}",
+            // JWTs
+            r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*",
+            // well-known key and token formats
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|sk-[A-Za-z0-9_\-]{16,}|sk_(?:live|test)_[A-Za-z0-9]{10,}|(?:AKIA|ASIA)[A-Z0-9]{16}|xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[A-Za-z0-9_\-]{30,}|glpat-[A-Za-z0-9_\-]{16,})",
+            // bearer / basic credentials
+            r"(?i)\b(?:bearer|basic)\s+[A-Za-z0-9._~+/=\-]{8,}",
+            // runs of 9+ digits, possibly separated: card numbers, phone numbers, national ids
+            r"\+?\d(?:[ \-.]?\d){8,}",
+            // IBAN-shaped
+            r"\b[A-Z]{2}\d{2}[A-Z0-9]{10,30}\b",
+            // PEM blocks
+            r"-----BEGIN [A-Z ]*PRIVATE KEY-----",
+        ]
+        .join("|");
+        Ok(Self {
+            patterns: Regex::new(&patterns)?,
+        })
+    }
+
+    /// `text` with every PII- or secret-shaped run replaced by [`REDACTED`].
+    pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.patterns.replace_all(text, REDACTED)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scrubs_secret_shapes_and_keeps_ordinary_text() {
+        let s = Scrubber::new().unwrap();
+        for secret in [
+            "alice@example.com",
+            "alice%40example.com",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123",
+            "sk-proj-abcdefghijklmnop1234",
+            "AKIAABCDEFGHIJKLMNOP",
+            "Bearer abc.def.ghi-123",
+            "4111 1111 1111 1111",
+            "+1 415 555 0100",
+            "DE89370400440532013000",
+        ] {
+            let line = format!("{{\"x\":\"pre {secret} post\"}}");
+            let out = s.scrub(&line);
+            assert!(!out.contains(secret), "{secret} survived: {out}");
+            assert!(out.contains(REDACTED));
+        }
+        let benign = r#"{"route":"demo","rules":["form.secret"],"path":"/connect","port":8080}"#;
+        assert_eq!(s.scrub(benign), benign);
+    }
+}

@@ -1,0 +1,3 @@
+//! Live enforcement state.
+
+pub mod table;
