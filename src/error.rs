@@ -39,6 +39,12 @@ pub enum GatewayError {
     /// The upstream connection failed after it was established.
     #[error("upstream request failed")]
     Upstream(#[source] hyper_util::client::legacy::Error),
+    /// A JSON response too large to read whole for inspection (fail closed).
+    #[error("upstream response exceeds {limit} bytes")]
+    ResponseTooLarge { limit: u64 },
+    /// Reading a JSON response from the upstream failed.
+    #[error("upstream response body failed")]
+    UpstreamBody,
     /// The gateway could not build the upstream request (a bug or an unrepresentable URI).
     #[error("could not build the upstream request")]
     BadUpstreamRequest(#[source] http::Error),
@@ -48,9 +54,11 @@ impl GatewayError {
     pub fn fault(&self) -> Fault {
         match self {
             Self::NoRoute | Self::BodyTooLarge { .. } | Self::ClientBody(_) => Fault::Client,
-            Self::UpstreamConnect(_) | Self::UpstreamTimeout { .. } | Self::Upstream(_) => {
-                Fault::Upstream
-            }
+            Self::UpstreamConnect(_)
+            | Self::UpstreamTimeout { .. }
+            | Self::Upstream(_)
+            | Self::ResponseTooLarge { .. }
+            | Self::UpstreamBody => Fault::Upstream,
             Self::BadUpstreamRequest(_) => Fault::Gateway,
         }
     }
@@ -64,6 +72,8 @@ impl GatewayError {
             Self::UpstreamConnect(_) => "connect",
             Self::UpstreamTimeout { stage } => stage,
             Self::Upstream(_) => "protocol",
+            Self::ResponseTooLarge { .. } => "response_too_large",
+            Self::UpstreamBody => "body",
             Self::BadUpstreamRequest(_) => "bad_request",
         }
     }
@@ -73,7 +83,10 @@ impl GatewayError {
             Self::NoRoute => StatusCode::NOT_FOUND,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::ClientBody(_) => StatusCode::BAD_REQUEST,
-            Self::UpstreamConnect(_) | Self::Upstream(_) => StatusCode::BAD_GATEWAY,
+            Self::UpstreamConnect(_)
+            | Self::Upstream(_)
+            | Self::ResponseTooLarge { .. }
+            | Self::UpstreamBody => StatusCode::BAD_GATEWAY,
             Self::UpstreamTimeout { .. } => StatusCode::GATEWAY_TIMEOUT,
             Self::BadUpstreamRequest(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -87,6 +100,8 @@ impl GatewayError {
             Self::UpstreamConnect(_)
             | Self::UpstreamTimeout { .. }
             | Self::Upstream(_)
+            | Self::ResponseTooLarge { .. }
+            | Self::UpstreamBody
             | Self::BadUpstreamRequest(_) => -32603,
         }
     }

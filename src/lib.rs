@@ -17,11 +17,17 @@
 
 pub mod admin;
 pub mod audit;
+pub mod demo;
+pub mod elicitation;
 pub mod enforce;
 pub mod error;
+pub mod inspect;
+pub mod inspect_cli;
 pub mod mcp;
 pub mod metrics;
+pub mod policy;
 pub mod proxy;
+pub mod reload;
 pub mod settings;
 pub mod tls;
 
@@ -66,8 +72,69 @@ impl Running {
     }
 }
 
+/// How to run the gateway beyond its settings.
+#[derive(Default)]
+pub struct Options {
+    /// The configuration file, watched for hot reload (SIGHUP and file changes).
+    pub config_path: Option<std::path::PathBuf>,
+    /// Send audit events here instead of the configured sink (tests, demo).
+    pub audit_sink: Option<audit::sink::AuditSink>,
+}
+
+/// Builds the audit sink the settings ask for.
+pub fn audit_sink_for(
+    settings: &Settings,
+    metrics: &metrics::Metrics,
+) -> anyhow::Result<audit::sink::AuditSink> {
+    use audit::sink::{AuditSink, Target};
+    use settings::AuditSinkKind;
+    let a = &settings.audit;
+    let target = match (a.sink, &a.file) {
+        (AuditSinkKind::Off, _) => Target::Discard,
+        (AuditSinkKind::Stdout, _) => Target::Stdout,
+        (AuditSinkKind::File, Some(path)) => Target::File {
+            path: path.clone(),
+            max_file_bytes: a.max_file_size.as_u64(),
+            keep_files: a.keep_files,
+        },
+        (AuditSinkKind::File, None) => anyhow::bail!("audit.file is required with sink: file"),
+    };
+    AuditSink::start(target, a.queue, metrics.audit_events_dropped.clone())
+        .context("starting the audit writer")
+}
+
+/// Builds the enforcement engine for `settings`, writing audit events to `sink`.
+pub fn enforcer_for(
+    settings: &Settings,
+    metrics: &metrics::Metrics,
+    sink: audit::sink::AuditSink,
+) -> anyhow::Result<Arc<enforce::Enforcer>> {
+    let salt = match &settings.audit.salt {
+        Some(s) => s.expose().as_bytes().to_vec(),
+        None => audit::random_salt(),
+    };
+    let auditor =
+        Arc::new(audit::Auditor::new(sink, salt).context("compiling the audit scrubber")?);
+    let recorder = enforce::record::Recorder {
+        metrics: metrics.clone(),
+        auditor,
+    };
+    let policies = Arc::new(arc_swap::ArcSwap::from(settings.policies.clone()));
+    let limits = enforce::state::StateLimits {
+        max_sessions: settings.limits.max_sessions,
+        max_pending: settings.limits.max_pending,
+        session_ttl: settings.timeouts.session_idle,
+    };
+    Ok(Arc::new(enforce::Enforcer::new(policies, limits, recorder)))
+}
+
 /// Binds the listeners, starts serving and returns once both accept connections.
 pub async fn start(settings: Settings) -> anyhow::Result<Running> {
+    start_with(settings, Options::default()).await
+}
+
+/// [`start`], with options.
+pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<Running> {
     let metrics = metrics::Metrics::new();
     let tls = match &settings.tls {
         Some(t) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
@@ -75,13 +142,33 @@ pub async fn start(settings: Settings) -> anyhow::Result<Running> {
         ))),
         None => None,
     };
+    for warning in &settings.warnings {
+        tracing::warn!(warning = %warning, "Configuration warning.");
+    }
+    let sink = match options.audit_sink {
+        Some(sink) => sink,
+        None => audit_sink_for(&settings, &metrics)?,
+    };
+    let enforcer = enforcer_for(&settings, &metrics, sink)?;
     let listener = proxy::server::bind(settings.listen).await?;
     let admin_listener = proxy::server::bind(settings.admin_listen).await?;
     let addr = listener.local_addr()?;
     let admin_addr = admin_listener.local_addr()?;
-    let gateway = proxy::Gateway::new(settings, metrics.clone())?;
+    let gateway = proxy::Gateway::new(settings, metrics.clone(), enforcer.clone())?;
 
     let (stop, stopping) = watch::channel(false);
+    let loaded_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or_default();
+    metrics.policy_last_reload_success.set(1);
+    metrics.policy_last_reload_timestamp.set(loaded_at);
+    enforcer.recorder.policy(true, None);
+    if let Some(path) = options.config_path {
+        spawn_reloader(path, enforcer.clone(), Shutdown(stopping.clone()))?;
+    }
+    tokio::spawn(sweep_state(enforcer, Shutdown(stopping.clone())));
+
     let admin = Arc::new(admin::AdminState {
         metrics,
         ready: false.into(),
@@ -107,4 +194,64 @@ pub async fn start(settings: Settings) -> anyhow::Result<Running> {
         server,
         admin_task,
     })
+}
+
+/// Expires enforcement state and refreshes its gauges, every few seconds.
+async fn sweep_state(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdown) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => enforcer.sweep(),
+            () = shutdown.wait() => return,
+        }
+    }
+}
+
+/// Reloads policies from `path` on SIGHUP and on file change.
+fn spawn_reloader(
+    path: std::path::PathBuf,
+    enforcer: Arc<enforce::Enforcer>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    let target = enforcer.policies().clone();
+    let recorder = enforcer.recorder.clone();
+    reload::spawn(
+        path,
+        target,
+        |p: &std::path::Path| {
+            Settings::load(p).map(|s| {
+                for warning in &s.warnings {
+                    tracing::warn!(warning = %warning, "Configuration warning.");
+                }
+                Arc::try_unwrap(s.policies).unwrap_or_else(|shared| (*shared).clone())
+            })
+        },
+        move |trigger, outcome| {
+            let m = &recorder.metrics;
+            match outcome {
+                reload::Outcome::Unchanged => {}
+                reload::Outcome::Loaded => {
+                    tracing::info!(?trigger, "Policy reloaded.");
+                    m.policy_reloads.with_label_values(&["success"]).inc();
+                    m.policy_last_reload_success.set(1);
+                    let now = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs_f64())
+                        .unwrap_or_default();
+                    m.policy_last_reload_timestamp.set(now);
+                    recorder.policy(true, None);
+                }
+                reload::Outcome::Failed(errors) => {
+                    for e in &errors.0 {
+                        tracing::error!(error = %e, "Policy reload failed; keeping the running policy.");
+                    }
+                    m.policy_reloads.with_label_values(&["failure"]).inc();
+                    m.policy_last_reload_success.set(0);
+                    recorder.policy(false, Some(format!("{} error(s)", errors.0.len())));
+                }
+            }
+        },
+        shutdown,
+    )?;
+    Ok(())
 }

@@ -32,6 +32,27 @@ enum Command {
         #[arg(long, short)]
         config: PathBuf,
     },
+    /// Judge one JSON document offline: a JSON-RPC message (request, result, error) or a bare
+    /// elicitation `params` object. Prints one JSON line; exit 0 allow, 1 deny, 2 error.
+    Inspect {
+        /// Configuration file (YAML) with the policies.
+        #[arg(long, short)]
+        config: PathBuf,
+        /// Judge with this route's policy (default: the shared default policy).
+        #[arg(long)]
+        route: Option<String>,
+        /// The client's capabilities as JSON.
+        #[arg(long, default_value = r#"{"elicitation":{"form":{},"url":{}}}"#)]
+        capabilities: String,
+        /// The document to judge; `-` or absent reads standard input.
+        file: Option<PathBuf>,
+    },
+    /// Run the gateway on loopback in front of a built-in MCP server and show five decisions.
+    Demo {
+        /// Leave the gateway and demo server running afterwards for a manual client.
+        #[arg(long)]
+        keep_running: bool,
+    },
 }
 
 fn init_tracing(settings: &Settings) {
@@ -54,8 +75,12 @@ fn load(config: &std::path::Path) -> Result<Settings, ExitCode> {
     })
 }
 
-async fn serve(settings: Settings) -> anyhow::Result<()> {
-    let running = elicitgate::start(settings).await?;
+async fn serve(settings: Settings, config: PathBuf) -> anyhow::Result<()> {
+    let options = elicitgate::Options {
+        config_path: Some(config),
+        audit_sink: None,
+    };
+    let running = elicitgate::start_with(settings, options).await?;
     wait_for_signal().await;
     tracing::info!("Shutdown requested.");
     running.shutdown().await;
@@ -78,11 +103,52 @@ async fn wait_for_signal() {
     }
 }
 
+/// `inspect`: exit 0 allow, 1 deny, 2 usage or parse error (with `{"error":…}`).
+fn inspect(
+    config: &std::path::Path,
+    route: Option<&str>,
+    capabilities: &str,
+    file: Option<&std::path::Path>,
+) -> ExitCode {
+    let fail = |message: String| {
+        println!("{}", serde_json::json!({ "error": message }));
+        ExitCode::from(2)
+    };
+    let settings = match Settings::load(config) {
+        Ok(s) => s,
+        Err(errors) => return fail(errors.to_string()),
+    };
+    let policy = match route {
+        Some(name) if !settings.routes.iter().any(|r| r.name == name) => {
+            return fail(format!("no route named `{name}`"))
+        }
+        Some(name) => settings.policies.for_route(name),
+        None => settings.policies.default_policy(),
+    };
+    let input = match file {
+        Some(path) if path.as_os_str() != "-" => std::fs::read(path),
+        _ => {
+            let mut buf = Vec::new();
+            std::io::Read::read_to_end(&mut std::io::stdin(), &mut buf).map(|_| buf)
+        }
+    };
+    let input = match input {
+        Ok(bytes) => bytes,
+        Err(e) => return fail(format!("cannot read the input: {e}")),
+    };
+    let (code, line) = elicitgate::inspect_cli::run(&policy, Some(capabilities), &input);
+    println!("{line}");
+    ExitCode::from(u8::try_from(code).unwrap_or(2))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::CheckConfig { config } => match load(&config) {
             Ok(settings) => {
+                for warning in &settings.warnings {
+                    println!("warning: {warning}");
+                }
                 println!(
                     "{}: valid ({} route(s))",
                     config.display(),
@@ -92,6 +158,28 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
+        Command::Inspect {
+            config,
+            route,
+            capabilities,
+            file,
+        } => inspect(&config, route.as_deref(), &capabilities, file.as_deref()),
+        Command::Demo { keep_running } => {
+            let runtime = match tokio::runtime::Runtime::new() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: cannot start the runtime: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            match runtime.block_on(elicitgate::demo::run(keep_running)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command::Serve { config } => {
             let settings = match load(&config) {
                 Ok(s) => s,
@@ -105,7 +193,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(1);
                 }
             };
-            match runtime.block_on(serve(settings)) {
+            match runtime.block_on(serve(settings, config)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!(error = format!("{e:#}"), "Gateway failed.");

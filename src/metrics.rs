@@ -6,14 +6,19 @@
 //! reasons are `&'static str` from enums), never from message content.
 
 use prometheus::{
-    Encoder, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
-    TextEncoder,
+    Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// Proxy latency buckets: sub-millisecond to tens of seconds.
 const LATENCY_BUCKETS: &[f64] = &[
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
     5.0, 10.0, 30.0,
+];
+
+/// Human answer times: seconds to an hour.
+const ANSWER_BUCKETS: &[f64] = &[
+    0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0, 1800.0, 3600.0,
 ];
 
 /// Every metric family. Cheap to clone (families are reference-counted inside).
@@ -30,37 +35,77 @@ pub struct Metrics {
     pub sse_streams_open: IntGaugeVec,
     /// SSE events relayed.
     pub sse_events: IntCounterVec,
+    /// Elicitations judged, by route, mode and verdict (allow, deny, audit).
+    pub elicitations: IntCounterVec,
+    /// Rule matches, by route, rule id and action (deny, audit).
+    pub rule_matches: IntCounterVec,
+    /// Answers that reached a server, by route, mode and action.
+    pub answers: IntCounterVec,
+    /// Time from an elicitation reaching the client to its answer.
+    pub time_to_answer: HistogramVec,
+    /// Elicitations asked again after the user declined or cancelled them.
+    pub repeated_prompts: IntCounterVec,
+    /// Client answers refused, by route, rule and action.
+    pub response_rejections: IntCounterVec,
+    /// Completion notifications, by route and result (forwarded, dropped).
+    pub completions: IntCounterVec,
+    /// The gateway's own answers to servers for blocked elicitations, by result.
+    pub gateway_answers: IntCounterVec,
+    /// Elicitations asked and not yet answered.
+    pub pending_elicitations: IntGauge,
+    /// Legacy sessions whose declared capabilities are remembered.
+    pub sessions: IntGauge,
+    /// Configuration reloads by result (success, failure).
+    pub policy_reloads: IntCounterVec,
+    /// 1 when the last reload succeeded, 0 when it failed.
+    pub policy_last_reload_success: IntGauge,
+    /// Unix time of the last successful (re)load.
+    pub policy_last_reload_timestamp: Gauge,
+    /// Audit events dropped because the writer could not keep up.
+    pub audit_events_dropped: IntCounter,
+}
+
+fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let family =
+        IntCounterVec::new(Opts::new(name, help), labels).expect("static metric definition");
+    registry
+        .register(Box::new(family.clone()))
+        .expect("metric names are unique");
+    family
+}
+
+fn histogram(
+    registry: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: &[f64],
+) -> HistogramVec {
+    let family = HistogramVec::new(
+        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
+        labels,
+    )
+    .expect("static metric definition");
+    registry
+        .register(Box::new(family.clone()))
+        .expect("metric names are unique");
+    family
+}
+
+fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
+    let g = IntGauge::new(name, help).expect("static metric definition");
+    registry
+        .register(Box::new(g.clone()))
+        .expect("metric names are unique");
+    g
 }
 
 impl Metrics {
+    /// Builds every family in a fresh registry (so each test gets its own).
     pub fn new() -> Self {
         let registry =
             Registry::new_custom(Some("elicitgate".into()), None).expect("static prefix is valid");
-        let requests = IntCounterVec::new(
-            Opts::new(
-                "requests_total",
-                "Client requests answered, by route, HTTP method, MCP method and HTTP status.",
-            ),
-            &["route", "http_method", "mcp_method", "status"],
-        )
-        .expect("static metric definition");
-        let request_duration = HistogramVec::new(
-            HistogramOpts::new(
-                "request_duration_seconds",
-                "Time from a client request's arrival to its response head (streams excluded).",
-            )
-            .buckets(LATENCY_BUCKETS.to_vec()),
-            &["route", "http_method"],
-        )
-        .expect("static metric definition");
-        let upstream_errors = IntCounterVec::new(
-            Opts::new(
-                "upstream_errors_total",
-                "Upstream failures by route and reason.",
-            ),
-            &["route", "reason"],
-        )
-        .expect("static metric definition");
+        let r = &registry;
         let sse_streams_open = IntGaugeVec::new(
             Opts::new(
                 "sse_streams_open",
@@ -69,11 +114,9 @@ impl Metrics {
             &["route"],
         )
         .expect("static metric definition");
-        let sse_events = IntCounterVec::new(
-            Opts::new("sse_events_total", "SSE events relayed to clients."),
-            &["route"],
-        )
-        .expect("static metric definition");
+        registry
+            .register(Box::new(sse_streams_open.clone()))
+            .expect("metric names are unique");
         let build_info = GaugeVec::new(
             Opts::new("build_info", "Build information; the value is always 1."),
             &["version"],
@@ -82,26 +125,47 @@ impl Metrics {
         build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1.0);
+        registry
+            .register(Box::new(build_info))
+            .expect("metric names are unique");
+        let policy_last_reload_timestamp = Gauge::new(
+            "policy_last_reload_timestamp_seconds",
+            "Unix time of the last successful configuration (re)load.",
+        )
+        .expect("static metric definition");
+        registry
+            .register(Box::new(policy_last_reload_timestamp.clone()))
+            .expect("metric names are unique");
+        let audit_events_dropped = IntCounter::new(
+            "audit_events_dropped_total",
+            "Audit events dropped because the audit writer could not keep up.",
+        )
+        .expect("static metric definition");
+        registry
+            .register(Box::new(audit_events_dropped.clone()))
+            .expect("metric names are unique");
 
-        for collector in [
-            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
-            Box::new(request_duration.clone()),
-            Box::new(upstream_errors.clone()),
-            Box::new(sse_streams_open.clone()),
-            Box::new(sse_events.clone()),
-            Box::new(build_info),
-        ] {
-            registry
-                .register(collector)
-                .expect("metric names are unique");
-        }
         Self {
-            registry,
-            requests,
-            request_duration,
-            upstream_errors,
+            requests: counter(r, "requests_total", "Client requests answered, by route, HTTP method, MCP method and HTTP status.", &["route", "http_method", "mcp_method", "status"]),
+            request_duration: histogram(r, "request_duration_seconds", "Time from a client request's arrival to its response head.", &["route", "http_method"], LATENCY_BUCKETS),
+            upstream_errors: counter(r, "upstream_errors_total", "Upstream failures by route and reason.", &["route", "reason"]),
             sse_streams_open,
-            sse_events,
+            sse_events: counter(r, "sse_events_total", "SSE events relayed to clients.", &["route"]),
+            elicitations: counter(r, "elicitations_total", "Elicitations judged, by route, mode and verdict (allow, deny, audit).", &["route", "mode", "verdict"]),
+            rule_matches: counter(r, "rule_matches_total", "Policy rule matches, by route, rule id and action (deny, audit).", &["route", "rule", "action"]),
+            answers: counter(r, "answers_total", "Elicitation answers passed to servers, by route, mode and action (accept, decline, cancel, error).", &["route", "mode", "action"]),
+            time_to_answer: histogram(r, "time_to_answer_seconds", "Time from an elicitation reaching the client to the client's answer.", &["route", "mode"], ANSWER_BUCKETS),
+            repeated_prompts: counter(r, "repeated_prompts_total", "Elicitations asked again within the repeat window after a decline or cancel.", &["route"]),
+            response_rejections: counter(r, "response_rejections_total", "Client answers refused, by route, rule and action (deny, audit).", &["route", "rule", "action"]),
+            completions: counter(r, "completions_total", "URL-mode completion notifications, by route and result (forwarded, dropped).", &["route", "result"]),
+            gateway_answers: counter(r, "gateway_answers_total", "Answers the gateway sent to servers for blocked elicitations, by route and result (ok, failed).", &["route", "result"]),
+            pending_elicitations: gauge(r, "pending_elicitations", "Elicitations forwarded to clients and not yet answered."),
+            sessions: gauge(r, "sessions", "Legacy sessions whose declared client capabilities are remembered."),
+            policy_reloads: counter(r, "policy_reloads_total", "Configuration reloads by result (success, failure).", &["result"]),
+            policy_last_reload_success: gauge(r, "policy_last_reload_success", "1 when the last configuration reload succeeded, 0 when it failed."),
+            policy_last_reload_timestamp,
+            audit_events_dropped,
+            registry,
         }
     }
 

@@ -5,12 +5,14 @@
 //! returns either a checked [`Settings`] or a [`ConfigErrors`] listing *every* problem found,
 //! so an operator fixes a file in one pass. Nothing here runs on the request path.
 
+use crate::policy::PolicySet;
 use bytesize::ByteSize;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::fmt;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Prefix of environment overrides: `ELICITGATE__LIMITS__MAX_REQUEST_BODY=8MiB`.
@@ -54,6 +56,12 @@ pub struct Limits {
     pub max_sse_event: ByteSize,
     /// Client connections served at once; further ones wait in the accept queue.
     pub max_connections: usize,
+    /// Largest JSON response read whole for inspection; a larger one gets 502 (fail closed).
+    pub max_response_body: ByteSize,
+    /// Legacy sessions whose declared capabilities are remembered (oldest evicted first).
+    pub max_sessions: usize,
+    /// Elicitations awaiting an answer, per kind of table (oldest evicted first).
+    pub max_pending: usize,
 }
 
 impl Default for Limits {
@@ -62,6 +70,9 @@ impl Default for Limits {
             max_request_body: ByteSize::mib(4),
             max_sse_event: ByteSize::mib(4),
             max_connections: 10_000,
+            max_response_body: ByteSize::mib(16),
+            max_sessions: 100_000,
+            max_pending: 100_000,
         }
     }
 }
@@ -88,6 +99,9 @@ pub struct Timeouts {
     /// On SIGTERM/SIGINT, how long in-flight requests may run before they are cut.
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// How long a legacy session's capabilities are remembered after its last use.
+    #[serde(with = "humantime_serde")]
+    pub session_idle: Duration,
 }
 
 impl Default for Timeouts {
@@ -99,6 +113,7 @@ impl Default for Timeouts {
             client_header: Duration::from_secs(30),
             tls_handshake: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(30),
+            session_idle: Duration::from_secs(3600),
         }
     }
 }
@@ -116,6 +131,69 @@ pub struct RouteSettings {
     /// Extra PEM CA bundle trusted for an `https` upstream, besides the system roots.
     #[serde(default)]
     pub ca_file: Option<PathBuf>,
+    /// Name of the policy under `policies` for this route; absent = the shared default.
+    #[serde(default)]
+    pub policy: Option<String>,
+}
+
+/// Where audit events go.
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AuditSinkKind {
+    #[default]
+    Stdout,
+    File,
+    Off,
+}
+
+/// Audit event output.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditSettings {
+    /// `stdout` (default), `file` or `off`.
+    pub sink: AuditSinkKind,
+    /// The JSON Lines file, with `sink: file`.
+    pub file: Option<PathBuf>,
+    /// Rotate the file when it would grow past this size.
+    pub max_file_size: ByteSize,
+    /// Rotated files kept (`audit.jsonl.1` … `.N`).
+    pub keep_files: u32,
+    /// Events queued for the writer; beyond this they are dropped and counted.
+    pub queue: usize,
+    /// Secret key for hashing session, principal and elicitation ids; generated at start when
+    /// absent (then hashes do not correlate across restarts). Prefer the environment:
+    /// `ELICITGATE__AUDIT__SALT`.
+    pub salt: Option<Secret>,
+}
+
+impl Default for AuditSettings {
+    fn default() -> Self {
+        Self {
+            sink: AuditSinkKind::Stdout,
+            file: None,
+            max_file_size: ByteSize::mib(100),
+            keep_files: 5,
+            queue: 10_000,
+            salt: None,
+        }
+    }
+}
+
+/// A configuration value that must never be printed.
+#[derive(Clone, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
 }
 
 /// Log output format.
@@ -154,7 +232,12 @@ pub struct Settings {
     pub limits: Limits,
     pub timeouts: Timeouts,
     pub log: LogSettings,
+    pub audit: AuditSettings,
     pub routes: Vec<RouteSettings>,
+    /// Every route's compiled policy.
+    pub policies: Arc<PolicySet>,
+    /// Problems that do not stop the configuration from loading.
+    pub warnings: Vec<String>,
 }
 
 const TOP_LEVEL_KEYS: &[&str] = &[
@@ -164,7 +247,9 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "limits",
     "timeouts",
     "log",
+    "audit",
     "routes",
+    "policies",
 ];
 
 impl Settings {
@@ -216,9 +301,31 @@ impl Settings {
         let limits = optional::<Limits>(&top, "limits", &mut errors).unwrap_or_default();
         let timeouts = optional::<Timeouts>(&top, "timeouts", &mut errors).unwrap_or_default();
         let log = optional::<LogSettings>(&top, "log", &mut errors).unwrap_or_default();
+        let audit = optional::<AuditSettings>(&top, "audit", &mut errors).unwrap_or_default();
+        let raw_policies =
+            optional::<serde_json::Map<String, serde_json::Value>>(&top, "policies", &mut errors)
+                .unwrap_or_default();
         let (indices, routes): (Vec<usize>, Vec<RouteSettings>) =
             routes(&top, &mut errors).into_iter().unzip();
 
+        let route_refs: Vec<(String, Option<String>)> = routes
+            .iter()
+            .map(|r| (r.name.clone(), r.policy.clone()))
+            .collect();
+        let (policies, warnings) = match crate::policy::compile_all(&raw_policies, &route_refs) {
+            Ok((set, warnings)) => (Arc::new(set), warnings),
+            Err(policy_errors) => {
+                errors.extend(policy_errors);
+                // Only to finish validating the rest; these settings are never returned.
+                match crate::policy::compile_all(&serde_json::Map::new(), &[]) {
+                    Ok((set, _)) => (Arc::new(set), Vec::new()),
+                    Err(more) => {
+                        errors.extend(more);
+                        return Err(ConfigErrors(errors));
+                    }
+                }
+            }
+        };
         let mut settings = Settings {
             listen: listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
             admin_listen: admin_listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
@@ -226,7 +333,10 @@ impl Settings {
             limits,
             timeouts,
             log,
+            audit,
             routes,
+            policies,
+            warnings,
         };
         settings.resolve_paths(base);
         settings.validate(&indices, &mut errors);
@@ -246,6 +356,9 @@ impl Settings {
         if let Some(tls) = &mut self.tls {
             resolve(&mut tls.cert_file);
             resolve(&mut tls.key_file);
+        }
+        if let Some(file) = &mut self.audit.file {
+            resolve(file);
         }
         for route in &mut self.routes {
             if let Some(ca) = &mut route.ca_file {
@@ -268,6 +381,9 @@ impl Settings {
         }
         if self.limits.max_request_body.as_u64() == 0 || self.limits.max_sse_event.as_u64() == 0 {
             errors.push("limits: sizes must be greater than zero".into());
+        }
+        if self.audit.sink == AuditSinkKind::File && self.audit.file.is_none() {
+            errors.push("audit.file: required with `sink: file`".into());
         }
         if let Err(e) = self.log.level.parse::<tracing_subscriber::EnvFilter>() {
             errors.push(format!("log.level: {e}"));

@@ -1,3 +1,556 @@
-//! Live enforcement state.
+//! Live enforcement: where the pure decision ([`crate::inspect`]) meets traffic.
+//!
+//! Owns, for every exchange, the facts the decision needs (era, session, principal, declared
+//! capabilities, association), the state between messages ([`state`]), and acting on a
+//! verdict: forwarding, removing a blocked elicitation from a stream and answering the server
+//! itself, replacing a blocked 2026-07-28 result with an error, and rejecting answers that do
+//! not fit what was asked. Every decision is recorded through [`record::Recorder`], the one
+//! place that updates metrics and writes audit events.
+//!
+//! Client side ([`Enforcer::on_client_message`]), in order: capability shaping (`initialize`,
+//! 2026 `_meta`), answer checks (legacy JSON-RPC responses, 2026 `inputResponses`, tasks
+//! `tasks/update`). Server side ([`judge`]): SSE events one at a time and whole JSON bodies.
 
+pub mod judge;
+pub mod prescan;
+pub mod record;
+pub mod shaping;
+pub mod state;
 pub mod table;
+
+use crate::elicitation::{self, ClientCaps};
+use crate::inspect::{self, Era, UnknownAnswer, Verdict};
+use crate::mcp::jsonrpc::{Envelope, Kind};
+use crate::policy::{Policy, PolicySet};
+use crate::proxy::body::ResponseBody;
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
+use record::Recorder;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use state::{AskedKey, PendingKey, Scope, State, StateLimits};
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+/// JSON-RPC code the client receives when a 2026-07-28 result was blocked: an application
+/// code outside the ranges JSON-RPC and MCP reserve (-32768…-32000).
+pub const POLICY_BLOCKED_CODE: i64 = -31042;
+
+/// Everything known about one client request, for judging what comes back.
+pub struct Exchange {
+    pub route: usize,
+    pub route_name: Arc<str>,
+    pub upstream_label: Arc<str>,
+    pub era: Era,
+    pub session: Option<Arc<str>>,
+    /// Keyed identity of the caller (Authorization, else client address).
+    pub principal: Scope,
+    pub request_id: Option<Box<RawValue>>,
+    pub method: Option<&'static str>,
+    pub kind: Kind,
+    /// False for a standalone GET stream (server messages not tied to a client request).
+    pub associated: bool,
+    /// Declared capabilities of an `initialize` request (legacy).
+    pub init_caps: Option<ClientCaps>,
+    /// Declared capabilities of a 2026-07-28 request (`_meta`).
+    pub request_caps: Option<ClientCaps>,
+    /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
+    pub call_name: Option<String>,
+    /// `params.taskId` of a tasks request.
+    pub task_id: Option<String>,
+    /// Where and with which headers the gateway itself answers the server.
+    pub upstream_uri: String,
+    pub answer_headers: HeaderMap,
+}
+
+impl Exchange {
+    /// The scope rate limits, repeat detection and completions are counted in.
+    pub fn scope(&self) -> Scope {
+        match (&self.era, &self.session) {
+            (Era::Stateless2026, _) | (_, None) => self.principal.clone(),
+            (_, Some(s)) => Arc::from(format!("s:{s}")),
+        }
+    }
+
+    /// Whether a JSON response to this request must be read whole and judged.
+    pub fn judges_json_response(&self) -> bool {
+        self.kind == Kind::Request
+    }
+}
+
+/// What to do with a client message.
+pub enum ClientVerdict {
+    /// Forward this body (the original, or a capability-shaped rewrite).
+    Forward(Bytes),
+    /// Refuse: answer the client with this response, forward nothing.
+    Reject(Response<ResponseBody>),
+    /// Forward `body` instead of the client's (so the server is not left waiting), then answer
+    /// the client with `response`.
+    Substitute {
+        body: Bytes,
+        response: Response<ResponseBody>,
+    },
+}
+
+/// The enforcement engine shared by all connections.
+pub struct Enforcer {
+    policies: Arc<ArcSwap<PolicySet>>,
+    state: Mutex<State>,
+    pub recorder: Recorder,
+}
+
+/// Request headers the gateway repeats when it answers the server on the client's behalf.
+const ANSWER_HEADERS: &[&str] = &[
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "authorization",
+    "cookie",
+];
+
+impl Enforcer {
+    pub fn new(policies: Arc<ArcSwap<PolicySet>>, limits: StateLimits, recorder: Recorder) -> Self {
+        Self {
+            policies,
+            state: Mutex::new(State::new(limits)),
+            recorder,
+        }
+    }
+
+    /// The policy snapshot for `route`: read once per message.
+    pub fn policy(&self, route: &str) -> Arc<Policy> {
+        self.policies.load().for_route(route)
+    }
+
+    pub fn policies(&self) -> &Arc<ArcSwap<PolicySet>> {
+        &self.policies
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock must not take enforcement down with it; the tables
+        // stay structurally valid whatever was interrupted.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Drops expired state; called periodically.
+    pub fn sweep(&self) {
+        let mut state = self.state();
+        state.sweep(Instant::now());
+        self.recorder
+            .pending(state.pending_count(), state.sessions.len());
+    }
+
+    /// Starts an exchange for a routed client request.
+    #[allow(clippy::too_many_arguments)]
+    pub fn begin(
+        &self,
+        route: usize,
+        route_name: Arc<str>,
+        upstream_label: Arc<str>,
+        method: &Method,
+        headers: &HeaderMap,
+        envelope: &Envelope,
+        peer: IpAddr,
+        upstream_uri: String,
+    ) -> Exchange {
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let era = match header("mcp-protocol-version") {
+            Some("2026-07-28") => Era::Stateless2026,
+            Some("2025-06-18") | Some("2025-03-26") | Some("2024-11-05") => Era::Legacy2025_06,
+            _ => Era::Legacy2025_11,
+        };
+        let principal = principal(header("authorization"), peer);
+        let mut answer_headers = HeaderMap::new();
+        for name in ANSWER_HEADERS {
+            if let Some(v) = headers.get(*name) {
+                answer_headers.insert(*name, v.clone());
+            }
+        }
+        answer_headers.insert("content-type", HeaderValue::from_static("application/json"));
+        answer_headers.insert(
+            "accept",
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        Exchange {
+            route,
+            route_name,
+            upstream_label,
+            era,
+            session: header("mcp-session-id").map(Arc::from),
+            principal,
+            request_id: envelope.id.clone(),
+            method: envelope.method,
+            kind: envelope.kind,
+            // A standalone GET stream carries unsolicited messages; a GET that resumes a
+            // stream (Last-Event-ID) replays messages of the request that opened it.
+            associated: !(method == Method::GET && header("last-event-id").is_none()),
+            init_caps: None,
+            request_caps: None,
+            call_name: None,
+            task_id: None,
+            upstream_uri,
+            answer_headers,
+        }
+    }
+
+    /// Judges a client message before it is forwarded.
+    pub fn on_client_message(
+        &self,
+        ex: &mut Exchange,
+        method: &Method,
+        body: Bytes,
+    ) -> ClientVerdict {
+        if *method == Method::DELETE {
+            if let Some(session) = &ex.session {
+                self.state().end_session(ex.route, session, Instant::now());
+            }
+            return ClientVerdict::Forward(body);
+        }
+        if *method != Method::POST
+            || !matches!(ex.kind, Kind::Request | Kind::Response | Kind::Notification)
+        {
+            return ClientVerdict::Forward(body);
+        }
+        let policy = self.policy(&ex.route_name);
+        let is_initialize = ex.method == Some("initialize");
+        let is_response = ex.kind == Kind::Response;
+        // Requests always need their params for 2026 capabilities; otherwise only messages
+        // that can carry answers are parsed.
+        if !is_initialize
+            && !is_response
+            && ex.era != Era::Stateless2026
+            && !prescan::may_carry_elicitation(&body)
+        {
+            return ClientVerdict::Forward(body);
+        }
+        let Ok(mut message) = serde_json::from_slice::<Value>(&body) else {
+            return ClientVerdict::Forward(body);
+        };
+        if let Some(version) = message
+            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+            .and_then(Value::as_str)
+        {
+            if version == "2026-07-28" {
+                ex.era = Era::Stateless2026;
+            }
+        }
+        if is_response {
+            return self.on_client_answer(ex, &policy, &message, body);
+        }
+        let params = message.get("params");
+        ex.call_name = params
+            .and_then(|p| p.get("name").or_else(|| p.get("uri")))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        ex.task_id = params
+            .and_then(|p| p.get("taskId"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+
+        if params.is_some_and(|p| p.get("inputResponses").is_some()) {
+            if let Some(reject) = self.on_input_responses(ex, &policy, &message) {
+                return reject;
+            }
+        }
+        let mut rewritten = false;
+        if is_initialize {
+            if let Some(caps) = elicitation::capabilities_from_initialize(&message) {
+                ex.init_caps = Some(ClientCaps::from_capabilities(caps));
+            } else {
+                ex.init_caps = Some(ClientCaps::none());
+            }
+            rewritten |= shaping::shape_initialize(&mut message, &policy);
+        } else if ex.era == Era::Stateless2026 {
+            ex.request_caps = Some(
+                elicitation::capabilities_from_meta(&message)
+                    .map(ClientCaps::from_capabilities)
+                    .unwrap_or_else(ClientCaps::none),
+            );
+            rewritten |= shaping::shape_meta(&mut message, &policy);
+        }
+        if rewritten {
+            match serde_json::to_vec(&message) {
+                Ok(bytes) => ClientVerdict::Forward(Bytes::from(bytes)),
+                Err(_) => ClientVerdict::Forward(body),
+            }
+        } else {
+            ClientVerdict::Forward(body)
+        }
+    }
+
+    /// Records the session a legacy `initialize` created.
+    pub fn on_response_head(&self, ex: &Exchange, headers: &HeaderMap) {
+        let (Some(caps), Some(session)) = (
+            ex.init_caps,
+            headers.get("mcp-session-id").and_then(|v| v.to_str().ok()),
+        ) else {
+            return;
+        };
+        let now = Instant::now();
+        let mut state = self.state();
+        let ttl = state.limits.session_ttl;
+        state.sessions.insert(
+            state::SessionKey {
+                route: ex.route,
+                session: Arc::from(session),
+            },
+            state::SessionState { caps },
+            now,
+            ttl,
+        );
+        self.recorder
+            .pending(state.pending_count(), state.sessions.len());
+    }
+
+    /// A legacy client's JSON-RPC response: is it the answer to a pending elicitation?
+    fn on_client_answer(
+        &self,
+        ex: &Exchange,
+        policy: &Policy,
+        message: &Value,
+        body: Bytes,
+    ) -> ClientVerdict {
+        let Some(id) = message.get("id") else {
+            return ClientVerdict::Forward(body);
+        };
+        let key = PendingKey {
+            route: ex.route,
+            session: ex.session.clone().unwrap_or_else(|| Arc::from("")),
+            id: id.to_string(),
+        };
+        let now = Instant::now();
+        let mut state = self.state();
+        let Some(pending) = state.pending.remove(&key, now) else {
+            let replay = state.answered.get(&key, now).is_some();
+            let looks_like_answer = message.pointer("/result/action").is_some();
+            drop(state);
+            if !replay && !looks_like_answer {
+                // An answer to some other server request (ping, sampling, roots).
+                return ClientVerdict::Forward(body);
+            }
+            let fact = if replay {
+                UnknownAnswer::AlreadyAnswered
+            } else {
+                UnknownAnswer::UnknownId
+            };
+            let verdict = inspect::unknown_response(fact, policy);
+            self.recorder.answer_rejected(ex, None, &verdict);
+            if verdict.is_deny() {
+                return ClientVerdict::Reject(answer_rejection(Some(id), &verdict));
+            }
+            return ClientVerdict::Forward(body);
+        };
+        let ttl = pending_ttl(policy);
+        state.answered.insert(key, (), now, ttl);
+        // A JSON-RPC error from the client (e.g. it refused the mode) is a legitimate answer.
+        let Some(result) = message.get("result") else {
+            drop(state);
+            self.recorder.answered(
+                ex,
+                pending.mode,
+                "error",
+                now.duration_since(pending.asked_at),
+            );
+            return ClientVerdict::Forward(body);
+        };
+        let verdict = inspect::check_response(&pending.asked, result, policy);
+        let action = answer_action(result);
+        if verdict.is_deny() {
+            // Let the client try again with a valid answer.
+            drop(state);
+            self.recorder
+                .answer_rejected(ex, Some(pending.mode), &verdict);
+            let to_server = judge::error_response_body(
+                id,
+                -32602,
+                "Elicitation answer rejected by gateway policy",
+                &verdict,
+            );
+            return ClientVerdict::Substitute {
+                body: to_server,
+                response: answer_rejection(Some(id), &verdict),
+            };
+        }
+        if matches!(action, "decline" | "cancel") {
+            let scope = pending.scope.clone();
+            state.remember_decline(
+                ex.route,
+                &scope,
+                pending.fingerprint,
+                now,
+                repeat_window(policy),
+            );
+        }
+        let pending_count = state.pending_count();
+        let sessions = state.sessions.len();
+        drop(state);
+        self.recorder.pending(pending_count, sessions);
+        self.recorder.answered(
+            ex,
+            pending.mode,
+            action,
+            now.duration_since(pending.asked_at),
+        );
+        if !verdict.rules.is_empty() {
+            self.recorder
+                .answer_audited(ex, Some(pending.mode), &verdict);
+        }
+        ClientVerdict::Forward(body)
+    }
+
+    /// A 2026-07-28 retry (or `tasks/update`) carrying `inputResponses`.
+    fn on_input_responses(
+        &self,
+        ex: &Exchange,
+        policy: &Policy,
+        message: &Value,
+    ) -> Option<ClientVerdict> {
+        let params = message.get("params")?;
+        let responses = params.get("inputResponses")?;
+        let key = self.asked_key(ex, params.get("requestState").and_then(Value::as_str));
+        let now = Instant::now();
+        let mut state = self.state();
+        let id = message.get("id");
+        let Some(asked) = key.as_ref().and_then(|k| state.asked.remove(k, now)) else {
+            drop(state);
+            let verdict = inspect::unknown_response(UnknownAnswer::UnknownId, policy);
+            self.recorder.answer_rejected(ex, None, &verdict);
+            return verdict
+                .is_deny()
+                .then(|| ClientVerdict::Reject(answer_rejection(id, &verdict)));
+        };
+        let mut verdict = Verdict::allow();
+        let mut answered = Vec::new();
+        match responses.as_object() {
+            Some(map) => {
+                for (k, answer) in map {
+                    let one = match asked.entries.get(k) {
+                        None => inspect::unknown_response(
+                            UnknownAnswer::UnaskedInputResponseKey,
+                            policy,
+                        ),
+                        // Sampling and roots answers are not elicitations: not judged here.
+                        Some(entry) => match &entry.asked {
+                            None => Verdict::allow(),
+                            Some(elicitation) => {
+                                answered.push((
+                                    entry.mode,
+                                    answer_action(answer),
+                                    entry.fingerprint,
+                                ));
+                                inspect::check_response(elicitation, answer, policy)
+                            }
+                        },
+                    };
+                    verdict.merge(one);
+                }
+            }
+            None => verdict.merge(inspect::unknown_response(
+                UnknownAnswer::UnaskedInputResponseKey,
+                policy,
+            )),
+        }
+        if verdict.is_deny() {
+            // Keep what was asked so a corrected retry is still accepted.
+            if let Some(k) = key {
+                let ttl = pending_ttl(policy).saturating_sub(now.duration_since(asked.asked_at));
+                state.asked.insert(k, asked, now, ttl);
+            }
+            drop(state);
+            self.recorder.answer_rejected(ex, None, &verdict);
+            return Some(ClientVerdict::Reject(answer_rejection(id, &verdict)));
+        }
+        let scope = asked.scope.clone();
+        for (_, action, fingerprint) in &answered {
+            if matches!(*action, "decline" | "cancel") {
+                state.remember_decline(ex.route, &scope, *fingerprint, now, repeat_window(policy));
+            }
+        }
+        drop(state);
+        for (mode, action, _) in answered {
+            self.recorder
+                .answered(ex, mode, action, now.duration_since(asked.asked_at));
+        }
+        if !verdict.rules.is_empty() {
+            self.recorder.answer_audited(ex, None, &verdict);
+        }
+        None
+    }
+
+    /// Where a 2026 `inputRequests` map for this exchange is (or will be) remembered.
+    fn asked_key(&self, ex: &Exchange, request_state: Option<&str>) -> Option<AskedKey> {
+        if let Some(rs) = request_state {
+            return Some(AskedKey::RequestState {
+                route: ex.route,
+                digest: Sha256::digest(rs.as_bytes()).into(),
+            });
+        }
+        if let Some(task) = &ex.task_id {
+            return Some(AskedKey::Task {
+                route: ex.route,
+                principal: ex.principal.clone(),
+                task_id: task.clone(),
+            });
+        }
+        Some(AskedKey::Call {
+            route: ex.route,
+            principal: ex.principal.clone(),
+            method: ex.method?,
+            name: ex.call_name.clone().unwrap_or_default(),
+        })
+    }
+}
+
+/// The keyed identity of a caller: a digest of its credentials, else its address.
+fn principal(authorization: Option<&str>, peer: IpAddr) -> Scope {
+    match authorization {
+        Some(auth) => {
+            let digest = Sha256::digest(auth.as_bytes());
+            let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+            Arc::from(format!("a:{hex}"))
+        }
+        None => Arc::from(format!("ip:{peer}")),
+    }
+}
+
+/// `accept`, `decline`, `cancel`, or `invalid`.
+fn answer_action(result: &Value) -> &'static str {
+    match result.get("action").and_then(Value::as_str) {
+        Some("accept") => "accept",
+        Some("decline") => "decline",
+        Some("cancel") => "cancel",
+        _ => "invalid",
+    }
+}
+
+fn pending_ttl(policy: &Policy) -> std::time::Duration {
+    policy.pending_ttl()
+}
+
+fn repeat_window(policy: &Policy) -> std::time::Duration {
+    policy.repeat_window()
+}
+
+/// The client's answer was refused: 400 with a JSON-RPC error naming the rules.
+fn answer_rejection(id: Option<&Value>, verdict: &Verdict) -> Response<ResponseBody> {
+    let rules: Vec<&str> = verdict.denied_by.iter().map(|r| r.as_str()).collect();
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": id.cloned().unwrap_or(Value::Null),
+        "error": {
+            "code": -32602,
+            "message": "Elicitation answer rejected by gateway policy",
+            "data": {"gateway": "elicitgate", "rules": rules}
+        }
+    });
+    let mut response = Response::new(ResponseBody::full(body.to_string()));
+    *response.status_mut() = StatusCode::BAD_REQUEST;
+    response
+        .headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/json"));
+    response
+}

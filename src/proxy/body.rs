@@ -6,6 +6,7 @@
 //! timeout. Dropping a body (the client went away) drops the upstream body with it, which
 //! closes the upstream connection and so cancels the upstream's work.
 
+use crate::enforce::judge::StreamJudge;
 use crate::mcp::sse::SseDecoder;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
@@ -62,6 +63,8 @@ pub struct Relay {
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
     sse: Option<SseDecoder>,
+    /// Judges each SSE event (enforcement); `None` relays events unchanged.
+    judge: Option<StreamJudge>,
     upstream_done: bool,
     /// This relay incremented the open-streams gauge and must decrement it on drop.
     counted_open: bool,
@@ -69,13 +72,17 @@ pub struct Relay {
 }
 
 impl Relay {
+    /// `sse` = the largest event and the judge, for an event stream.
     pub fn new(
         inner: Incoming,
         idle_timeout: Duration,
-        sse_max_event: Option<usize>,
+        sse: Option<(usize, StreamJudge)>,
         metrics: RelayMetrics,
     ) -> Self {
-        let sse = sse_max_event.map(SseDecoder::new);
+        let (sse, judge) = match sse {
+            Some((max, judge)) => (Some(SseDecoder::new(max)), Some(judge)),
+            None => (None, None),
+        };
         let counted_open = sse.is_some();
         if counted_open {
             metrics.sse_open.inc();
@@ -85,6 +92,7 @@ impl Relay {
             idle: Box::pin(tokio::time::sleep(idle_timeout)),
             idle_timeout,
             sse,
+            judge,
             upstream_done: false,
             counted_open,
             metrics,
@@ -107,8 +115,15 @@ impl Relay {
             if let Some(decoder) = &mut self.sse {
                 match decoder.next_event() {
                     Ok(Some(event)) => {
-                        self.metrics.sse_events.inc();
-                        return Poll::Ready(Some(Ok(Frame::data(event))));
+                        let judged = match &mut self.judge {
+                            Some(judge) => judge.judge_event(event),
+                            None => Some(event),
+                        };
+                        if let Some(event) = judged {
+                            self.metrics.sse_events.inc();
+                            return Poll::Ready(Some(Ok(Frame::data(event))));
+                        }
+                        continue;
                     }
                     Ok(None) => {}
                     Err(e) => return self.fail(e.into()),

@@ -5,9 +5,11 @@
 //!    declared length is already too large): MCP messages are small JSON documents that later
 //!    stages must see whole;
 //! 3. **peek the envelope** (JSON-RPC `id` and `method`) for error bodies and metric labels;
-//! 4. **send upstream** with hop-by-hop fields stripped and `X-Forwarded-*` added;
-//! 5. **relay the response**: head at once, body streamed (SSE event by event);
-//! 6. **record** status and latency.
+//! 4. **enforce, client side**: capability shaping, answer checks (may refuse here);
+//! 5. **send upstream** with hop-by-hop fields stripped and `X-Forwarded-*` added;
+//! 6. **relay the response**: SSE event by event through the stream judge; a JSON answer to
+//!    a request read whole (bounded) and judged; anything else streamed untouched;
+//! 7. **record** status and latency.
 //!
 //! Errors from any step go through [`GatewayError::into_response`], the one place that shapes
 //! them.
@@ -15,6 +17,8 @@
 use super::body::{Relay, RelayMetrics, ResponseBody};
 use super::headers;
 use super::{Gateway, Route};
+use crate::enforce::judge::StreamJudge;
+use crate::enforce::{ClientVerdict, Exchange};
 use crate::error::GatewayError;
 use crate::mcp::jsonrpc::Envelope;
 use bytes::Bytes;
@@ -94,7 +98,7 @@ pub async fn handle(
     response
 }
 
-/// Steps 2–5 for a routed request.
+/// Steps 2–6 for a routed request.
 async fn exchange(
     gateway: &Gateway,
     route: &Route,
@@ -108,8 +112,28 @@ async fn exchange(
     if parts.method == Method::POST {
         *envelope = Envelope::peek(&body);
     }
-
     let uri = route.upstream_uri(rest, parts.uri.query());
+
+    // Enforcement, client side: capability shaping and answer checks, before anything is
+    // forwarded.
+    let enforcer = &gateway.enforcer;
+    let mut exchange = enforcer.begin(
+        route.index,
+        route.name.clone(),
+        route.upstream_label.clone(),
+        &parts.method,
+        &parts.headers,
+        envelope,
+        conn.peer.ip(),
+        uri.clone(),
+    );
+    let (body, substitute_response) =
+        match enforcer.on_client_message(&mut exchange, &parts.method, body) {
+            ClientVerdict::Forward(body) => (body, None),
+            ClientVerdict::Reject(response) => return Ok(response),
+            ClientVerdict::Substitute { body, response } => (body, Some(response)),
+        };
+
     headers::to_upstream(&mut parts.headers, conn.peer.ip(), conn.scheme);
     let mut upstream_request = Request::builder()
         .method(parts.method)
@@ -119,7 +143,14 @@ async fn exchange(
     *upstream_request.headers_mut() = parts.headers;
 
     let response = route.upstream.send(upstream_request).await?;
-    Ok(relay_response(gateway, route, response))
+    if let Some(substitute) = substitute_response {
+        // The server got the gateway's error instead of the client's answer; the client
+        // learns why its answer was refused.
+        let _ = response.into_body().collect().await;
+        return Ok(substitute);
+    }
+    enforcer.on_response_head(&exchange, response.headers());
+    relay_response(gateway, route, response, exchange).await
 }
 
 /// Reads a request body up to `limit` bytes.
@@ -137,15 +168,38 @@ async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, GatewayError> {
     }
 }
 
-/// Passes the upstream response head on at once and wraps its body in a streaming relay.
-fn relay_response(
+fn is_json(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
+/// Passes the upstream response on: SSE relayed event by event through the stream judge, a
+/// JSON answer to a request read whole and judged, anything else streamed untouched.
+async fn relay_response(
     gateway: &Gateway,
     route: &Route,
     response: Response<Incoming>,
-) -> Response<ResponseBody> {
+    exchange: Exchange,
+) -> Result<Response<ResponseBody>, GatewayError> {
     let (mut parts, body) = response.into_parts();
     let event_stream = headers::is_event_stream(&parts.headers);
     headers::to_client(&mut parts.headers, event_stream);
+    let limits = &gateway.settings.limits;
+    let idle = gateway.settings.timeouts.stream_idle;
+
+    if !event_stream && exchange.judges_json_response() && is_json(&parts.headers) {
+        let limit = limits.max_response_body.as_u64();
+        let bytes = read_response(body, limit, idle).await?;
+        let judged = gateway
+            .enforcer
+            .judge_json_body(&exchange, bytes, &route.upstream);
+        parts.headers.remove(header::CONTENT_LENGTH);
+        return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
+    }
+
     let m = &gateway.metrics;
     let metrics = RelayMetrics {
         idle_timeouts: m
@@ -155,9 +209,6 @@ fn relay_response(
         sse_events: m.sse_events.with_label_values(&[&route.name]),
         sse_open: m.sse_streams_open.with_label_values(&[&route.name]),
     };
-    let limits = &gateway.settings.limits;
-    let sse_max =
-        event_stream.then(|| usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX));
     // A body the upstream declared empty needs no relay (and no idle timer).
     let body = if parts
         .headers
@@ -165,11 +216,42 @@ fn relay_response(
         .is_some_and(|v| v == "0")
     {
         ResponseBody::empty()
+    } else if event_stream {
+        let max_event = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
+        let judge = StreamJudge {
+            enforcer: gateway.enforcer.clone(),
+            exchange: Arc::new(exchange),
+            upstream: route.upstream.clone(),
+        };
+        ResponseBody::Relay(Box::new(Relay::new(
+            body,
+            idle,
+            Some((max_event, judge)),
+            metrics,
+        )))
     } else {
-        let idle = gateway.settings.timeouts.stream_idle;
-        ResponseBody::Relay(Box::new(Relay::new(body, idle, sse_max, metrics)))
+        ResponseBody::Relay(Box::new(Relay::new(body, idle, None, metrics)))
     };
-    Response::from_parts(parts, body)
+    Ok(Response::from_parts(parts, body))
+}
+
+/// Reads an upstream body whole, bounded in size and by the idle timeout.
+async fn read_response(
+    body: Incoming,
+    limit: u64,
+    idle: std::time::Duration,
+) -> Result<Bytes, GatewayError> {
+    let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
+    match tokio::time::timeout(idle, limited.collect()).await {
+        Err(_) => Err(GatewayError::UpstreamTimeout {
+            stage: "body_timeout",
+        }),
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            Err(GatewayError::ResponseTooLarge { limit })
+        }
+        Ok(Err(_)) => Err(GatewayError::UpstreamBody),
+    }
 }
 
 fn record(

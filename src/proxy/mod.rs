@@ -8,6 +8,7 @@ pub mod headers;
 pub mod server;
 pub mod upstream;
 
+use crate::enforce::Enforcer;
 use crate::metrics::Metrics;
 use crate::settings::{RouteSettings, Settings};
 use std::sync::Arc;
@@ -15,7 +16,11 @@ use upstream::Upstream;
 
 /// One route: a path prefix on the gateway in front of one upstream MCP endpoint.
 pub struct Route {
-    pub name: String,
+    /// Position in the configuration (a key in enforcement state).
+    pub index: usize,
+    pub name: Arc<str>,
+    /// `host:port` of the upstream, for audit events.
+    pub upstream_label: Arc<str>,
     /// The configured prefix without a trailing `/` (`""` for a route at `/`).
     prefix: String,
     /// `scheme://authority` of the upstream.
@@ -28,11 +33,18 @@ pub struct Route {
 }
 
 impl Route {
-    fn new(settings: &RouteSettings, config: &Settings) -> anyhow::Result<Self> {
+    fn new(index: usize, settings: &RouteSettings, config: &Settings) -> anyhow::Result<Self> {
         let url = url::Url::parse(&settings.upstream)?;
         let origin = url.origin().ascii_serialization();
+        let label = format!(
+            "{}:{}",
+            url.host_str().unwrap_or_default(),
+            url.port_or_known_default().unwrap_or_default()
+        );
         Ok(Self {
-            name: settings.name.clone(),
+            index,
+            name: Arc::from(settings.name.as_str()),
+            upstream_label: Arc::from(label),
             prefix: settings.path.trim_end_matches('/').to_owned(),
             upstream_origin: origin,
             upstream_path: url.path().to_owned(),
@@ -53,7 +65,7 @@ impl Route {
     }
 
     /// The upstream URI for a request to `<prefix><rest>?<query>`.
-    fn upstream_uri(&self, rest: &str, query: Option<&str>) -> String {
+    pub fn upstream_uri(&self, rest: &str, query: Option<&str>) -> String {
         let mut uri = String::with_capacity(
             self.upstream_origin.len() + self.upstream_path.len() + rest.len() + 64,
         );
@@ -78,20 +90,27 @@ pub struct Gateway {
     routes: Vec<Route>,
     pub settings: Settings,
     pub metrics: Metrics,
+    pub enforcer: Arc<Enforcer>,
 }
 
 impl Gateway {
-    pub fn new(settings: Settings, metrics: Metrics) -> anyhow::Result<Arc<Self>> {
+    pub fn new(
+        settings: Settings,
+        metrics: Metrics,
+        enforcer: Arc<Enforcer>,
+    ) -> anyhow::Result<Arc<Self>> {
         let mut routes = settings
             .routes
             .iter()
-            .map(|r| Route::new(r, &settings))
+            .enumerate()
+            .map(|(i, r)| Route::new(i, r, &settings))
             .collect::<anyhow::Result<Vec<_>>>()?;
         routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
         Ok(Arc::new(Self {
             routes,
             settings,
             metrics,
+            enforcer,
         }))
     }
 
@@ -115,7 +134,14 @@ mod tests {
             ));
         }
         let settings = Settings::from_yaml(&yaml, std::path::Path::new(".")).unwrap();
-        Gateway::new(settings, Metrics::new()).unwrap()
+        let metrics = Metrics::new();
+        let enforcer = crate::enforcer_for(
+            &settings,
+            &metrics,
+            crate::audit::sink::AuditSink::memory(metrics.audit_events_dropped.clone()).0,
+        )
+        .unwrap();
+        Gateway::new(settings, metrics, enforcer).unwrap()
     }
 
     #[test]
@@ -151,7 +177,7 @@ mod tests {
         let (route, rest) = gw.route("/mcp").unwrap();
         assert_eq!(route.upstream_uri(rest, None), "http://127.0.0.1:1/base/");
         let (route, rest) = gw.route("/other").unwrap();
-        assert_eq!(route.name, "r");
+        assert_eq!(&*route.name, "r");
         assert_eq!(route.upstream_uri(rest, None), "http://h:2/other");
         let (_, rest) = gw.route("/").unwrap();
         assert_eq!(route.upstream_uri(rest, None), "http://h:2/");

@@ -1,0 +1,439 @@
+//! The pure policy decision: `inspect` an elicitation, `check_response` an answer.
+//!
+//! Owns: the order in which rules are evaluated and the facts they need. The proxy
+//! computes session facts (`InspectContext`: association, recent decline, rate) and
+//! pending-table facts (`UnknownAnswer`); this module decides.
+//! Never: I/O, clocks, logging, metrics, or allocation of user content into verdicts.
+//! Findings carry locations and detector names only. Every input is bounded: schemas
+//! are checked at fixed depth, URLs are capped, findings are capped, and the
+//! fingerprint walks at most `FINGERPRINT_MAX_DEPTH` levels.
+//!
+//! Layout: `rule.rs` (ids, actions, verdicts), `schema.rs` (`form.schema`),
+//! `secrets.rs` + `lexicon.rs` + `text.rs` (`form.secret`), `urls.rs` (`url.*`,
+//! `form.url`), `pii.rs` (value detectors), `response.rs` (`response.invalid`).
+//!
+//! Resolution: every matching rule whose action is not `off` is listed in
+//! `Verdict::rules`; `deny` rules deny, `audit` rules are reported only; `dry_run`
+//! turns denies into audits; the kill switch denies with `mode.disabled` regardless of
+//! rule actions and `dry_run`. When the params cannot be judged (not an object, unknown
+//! mode) the remaining checks are skipped and `request.malformed` decides (fail closed
+//! unless the operator set it to `audit`/`off`).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
+
+pub(crate) mod lexicon;
+pub(crate) mod pii;
+pub(crate) mod response;
+mod rule;
+pub(crate) mod schema;
+pub mod secrets;
+pub(crate) mod text;
+pub(crate) mod urls;
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::elicitation::{Carrier, ClientCaps, ElicitationView, Mode, ModeField};
+use crate::policy::{KillSwitch, Policy};
+use rule::Hits;
+pub use rule::{
+    Decision, Enforcement, Finding, RuleAction, RuleId, UnknownRuleId, Verdict, MAX_FINDINGS,
+};
+
+/// Protocol era of the exchange being inspected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Era {
+    /// 2025-06-18: form mode only, `elicitation/create` requests.
+    Legacy2025_06,
+    /// 2025-11-25: form and URL mode (with `elicitationId`), `-32042` errors.
+    Legacy2025_11,
+    /// 2026-07-28: `input_required` results; URL mode has no `elicitationId`.
+    Stateless2026,
+}
+
+impl Era {
+    /// The era of a negotiated `protocolVersion`, for revisions that have elicitation.
+    pub fn from_protocol_version(version: &str) -> Option<Era> {
+        match version {
+            "2025-06-18" => Some(Era::Legacy2025_06),
+            "2025-11-25" => Some(Era::Legacy2025_11),
+            "2026-07-28" => Some(Era::Stateless2026),
+            _ => None,
+        }
+    }
+}
+
+/// Facts about the exchange that only the live proxy knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InspectContext {
+    /// Is the elicitation tied to an in-flight client request? `false` → `request.unassociated`.
+    /// The proxy passes `true` for result- and error-borne carriers.
+    pub associated: bool,
+    /// Was the same fingerprint declined/cancelled within the policy's repeat window?
+    /// `true` → `repeat.after_decline`.
+    pub declined_recently: bool,
+    /// Elicitations in the last minute for this session/principal, including this one.
+    /// Above the policy's `rate.max_per_minute` → `rate.limit`.
+    pub recent_count: u32,
+    /// Protocol era.
+    pub protocol: Era,
+}
+
+impl InspectContext {
+    /// An associated request with no repeat/rate history (the CLI's context).
+    pub fn standalone(protocol: Era) -> Self {
+        InspectContext {
+            associated: true,
+            declined_recently: false,
+            recent_count: 0,
+            protocol,
+        }
+    }
+}
+
+/// Fold a property name the way `allow_property_names` entries are folded.
+pub fn fold_name(name: &str) -> String {
+    text::fold(&text::nfkc(name.trim()))
+}
+
+fn enabled(policy: &Policy, rule: RuleId) -> bool {
+    policy.action(rule) != RuleAction::Off || policy.kill_switch == KillSwitch::On
+}
+
+/// Decide on one elicitation.
+pub fn inspect(
+    view: &ElicitationView<'_>,
+    caps: &ClientCaps,
+    ctx: &InspectContext,
+    policy: &Policy,
+) -> Verdict {
+    let mut hits = Hits::new();
+    let forced = match policy.kill_switch {
+        KillSwitch::On => {
+            hits.add(RuleId::ModeDisabled, "policy", "policy.kill_switch");
+            Some(RuleId::ModeDisabled)
+        }
+        KillSwitch::Off => None,
+    };
+    if !ctx.associated {
+        hits.add(
+            RuleId::RequestUnassociated,
+            "request",
+            "request.unassociated",
+        );
+    }
+    if ctx.declined_recently {
+        hits.add(
+            RuleId::RepeatAfterDecline,
+            "request",
+            "repeat.after_decline",
+        );
+    }
+    if ctx.recent_count > policy.rate_max_per_minute {
+        hits.add(RuleId::RateLimit, "request", "rate.per_minute");
+    }
+    inspect_params(view, caps, ctx, policy, &mut hits);
+    hits.resolve(|r| policy.action(r), policy.enforcement, forced)
+}
+
+fn inspect_params(
+    view: &ElicitationView<'_>,
+    caps: &ClientCaps,
+    ctx: &InspectContext,
+    policy: &Policy,
+    hits: &mut Hits,
+) {
+    let Some(params) = view.object() else {
+        hits.add(RuleId::RequestMalformed, "params", "request.not_object");
+        return;
+    };
+    match params.get("message") {
+        None => hits.add(RuleId::RequestMalformed, "message", "request.no_message"),
+        Some(Value::String(m)) if m.trim().is_empty() => {
+            hits.add(RuleId::RequestMalformed, "message", "request.empty_message")
+        }
+        Some(Value::String(_)) => {}
+        Some(_) => hits.add(RuleId::RequestMalformed, "message", "request.bad_message"),
+    }
+    let mode = match view.mode_field() {
+        ModeField::Known(m) => m,
+        ModeField::Unknown => {
+            hits.add(RuleId::RequestMalformed, "mode", "request.unknown_mode");
+            return;
+        }
+    };
+    if !caps.declares(mode) {
+        let d = match mode {
+            Mode::Form => "mode.undeclared:form",
+            Mode::Url => "mode.undeclared:url",
+        };
+        hits.add(RuleId::ModeUndeclared, "mode", d);
+    }
+    if !policy.allows_mode(mode) {
+        let d = match mode {
+            Mode::Form => "mode.disabled:form",
+            Mode::Url => "mode.disabled:url",
+        };
+        hits.add(RuleId::ModeDisabled, "mode", d);
+    }
+    match mode {
+        Mode::Form => inspect_form(view, policy, hits),
+        Mode::Url => inspect_url(view, ctx, policy, hits),
+    }
+}
+
+fn inspect_form(view: &ElicitationView<'_>, policy: &Policy, hits: &mut Hits) {
+    let message = view.message();
+    let Some(schema) = view.requested_schema() else {
+        hits.add(
+            RuleId::RequestMalformed,
+            "requestedSchema",
+            "request.no_schema",
+        );
+        if let Some(m) = message {
+            check_message_only(m, policy, hits);
+        }
+        return;
+    };
+    if enabled(policy, RuleId::FormSchema) {
+        schema::check(schema, hits);
+    }
+    if enabled(policy, RuleId::FormSecret) {
+        let form = policy.form();
+        secrets::check_form(
+            schema,
+            message,
+            &form.lexicon,
+            &form.allow_property_names,
+            hits,
+        );
+    }
+    let check_urls = enabled(policy, RuleId::FormUrl);
+    let check_limits = enabled(policy, RuleId::FormLimits);
+    if let Some(m) = message {
+        check_message_only(m, policy, hits);
+    }
+    if !(check_urls || check_limits) {
+        return;
+    }
+    let max_string = policy.form().max_string_bytes;
+    if check_limits {
+        let count = schema::properties(schema).map_or(0, |p| p.len());
+        if count > policy.form().max_properties {
+            hits.add(
+                RuleId::FormLimits,
+                "requestedSchema.properties",
+                "limits.properties",
+            );
+        }
+    }
+    schema::for_each_text(schema, |loc, role, s| {
+        if check_limits && s.len() > max_string {
+            hits.add(RuleId::FormLimits, loc.clone(), "limits.string_bytes");
+        }
+        // Defaults pre-fill inputs and are not rendered as links; untitled enum values
+        // are the option labels.
+        let shown = role != schema::TextRole::Value || is_enum_value_shown(&loc);
+        if check_urls && shown {
+            if let Some(d) = urls::find_link(s) {
+                hits.add(RuleId::FormUrl, loc, d);
+            }
+        }
+    });
+}
+
+/// Untitled enum values are displayed as the option labels.
+fn is_enum_value_shown(loc: &str) -> bool {
+    loc.ends_with(".enum") || loc.ends_with(".items.enum")
+}
+
+fn check_message_only(message: &str, policy: &Policy, hits: &mut Hits) {
+    if enabled(policy, RuleId::FormLimits) && message.len() > policy.form().max_message_bytes {
+        hits.add(RuleId::FormLimits, "message", "limits.message_bytes");
+    }
+    if enabled(policy, RuleId::FormUrl) {
+        if let Some(d) = urls::find_link(message) {
+            hits.add(RuleId::FormUrl, "message", d);
+        }
+    }
+}
+
+fn inspect_url(view: &ElicitationView<'_>, ctx: &InspectContext, policy: &Policy, hits: &mut Hits) {
+    match view.params.get("url") {
+        None => hits.add(RuleId::RequestMalformed, "url", "request.no_url"),
+        Some(Value::String(u)) if u.trim().is_empty() => {
+            hits.add(RuleId::RequestMalformed, "url", "request.empty_url")
+        }
+        Some(Value::String(u)) => urls::check_url(u, policy.url(), hits),
+        Some(_) => hits.add(RuleId::RequestMalformed, "url", "request.bad_url"),
+    }
+    let needs_id = match view.carrier {
+        Carrier::UrlRequiredError => true,
+        Carrier::LegacyRequest => ctx.protocol == Era::Legacy2025_11,
+        Carrier::InputRequest => false,
+    };
+    if needs_id && view.elicitation_id().map_or(true, str::is_empty) {
+        hits.add(RuleId::UrlMissingId, "elicitationId", "url.missing_id");
+    }
+}
+
+/// What was asked, kept by the proxy until the answer arrives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AskedElicitation {
+    /// Form or URL.
+    pub mode: Mode,
+    /// The asked `requestedSchema` (form mode), cloned.
+    pub requested_schema: Option<Value>,
+    /// `elicitationId` (2025-11-25 URL mode).
+    pub elicitation_id: Option<String>,
+    /// The `inputRequests` key (2026-07-28).
+    pub key: Option<String>,
+    /// [`fingerprint`] of the request, for `repeat.after_decline`.
+    pub fingerprint: u64,
+}
+
+impl AskedElicitation {
+    /// Record what `view` asks. `None` when the mode is unknown (such a request is
+    /// denied as malformed and never pending).
+    pub fn from_view(view: &ElicitationView<'_>) -> Option<AskedElicitation> {
+        let mode = view.mode()?;
+        Some(AskedElicitation {
+            mode,
+            requested_schema: match mode {
+                Mode::Form => view.requested_schema().cloned(),
+                Mode::Url => None,
+            },
+            elicitation_id: view.elicitation_id().map(str::to_string),
+            key: view.key.map(str::to_string),
+            fingerprint: fingerprint(view),
+        })
+    }
+}
+
+/// Decide on a client answer (`ElicitResult`) to `asked` (`response.invalid`).
+pub fn check_response(asked: &AskedElicitation, answer: &Value, policy: &Policy) -> Verdict {
+    let mut hits = Hits::new();
+    if policy.action(RuleId::ResponseInvalid) != RuleAction::Off {
+        response::check(asked, answer, &mut hits);
+    }
+    hits.resolve(|r| policy.action(r), policy.enforcement, None)
+}
+
+/// Why an answer or completion is not for a pending elicitation (facts from the
+/// proxy's pending table), for `response.unknown`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UnknownAnswer {
+    /// A response id that matches no elicitation the gateway forwarded.
+    UnknownId,
+    /// A second answer to an already answered elicitation (replay).
+    AlreadyAnswered,
+    /// An answer after the pending TTL.
+    Expired,
+    /// An `inputResponses` key that was not among the forwarded `inputRequests`.
+    UnaskedInputResponseKey,
+    /// `notifications/elicitation/complete` for an id never asked.
+    CompletionUnknownId,
+    /// `notifications/elicitation/complete` for an id already completed.
+    CompletionAlreadyCompleted,
+}
+
+impl UnknownAnswer {
+    fn location_and_detector(self) -> (&'static str, &'static str) {
+        match self {
+            UnknownAnswer::UnknownId => ("id", "response.unknown_id"),
+            UnknownAnswer::AlreadyAnswered => ("id", "response.already_answered"),
+            UnknownAnswer::Expired => ("id", "response.expired"),
+            UnknownAnswer::UnaskedInputResponseKey => ("inputResponses", "response.unasked_key"),
+            UnknownAnswer::CompletionUnknownId => ("params.elicitationId", "completion.unknown_id"),
+            UnknownAnswer::CompletionAlreadyCompleted => {
+                ("params.elicitationId", "completion.already_completed")
+            }
+        }
+    }
+}
+
+/// The verdict for an answer that is not pending (`response.unknown`).
+pub fn unknown_response(fact: UnknownAnswer, policy: &Policy) -> Verdict {
+    let mut hits = Hits::new();
+    let (loc, det) = fact.location_and_detector();
+    hits.add(RuleId::ResponseUnknown, loc, det);
+    hits.resolve(|r| policy.action(r), policy.enforcement, None)
+}
+
+/// Deepest level of a value the fingerprint reads; deeper content is summarised.
+pub const FINGERPRINT_MAX_DEPTH: usize = 32;
+
+/// A stable 64-bit fingerprint of what an elicitation asks: mode, message, and the
+/// `requestedSchema` (form, canonicalised: object keys sorted) or `url` (URL mode).
+/// SHA-256 truncated to 64 bits; independent of process, platform and key order.
+pub fn fingerprint(view: &ElicitationView<'_>) -> u64 {
+    let mut h = Sha256::new();
+    match view.mode_field() {
+        ModeField::Known(Mode::Form) => h.update(b"form\0"),
+        ModeField::Known(Mode::Url) => h.update(b"url\0"),
+        ModeField::Unknown => {
+            h.update(b"unknown\0");
+            canonical(view.params.get("mode").unwrap_or(&Value::Null), 0, &mut h);
+        }
+    }
+    canonical(
+        view.params.get("message").unwrap_or(&Value::Null),
+        0,
+        &mut h,
+    );
+    match view.mode() {
+        Some(Mode::Url) => canonical(view.params.get("url").unwrap_or(&Value::Null), 0, &mut h),
+        _ => canonical(
+            view.params.get("requestedSchema").unwrap_or(&Value::Null),
+            0,
+            &mut h,
+        ),
+    }
+    let digest = h.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first)
+}
+
+fn canonical(v: &Value, depth: usize, h: &mut Sha256) {
+    if depth >= FINGERPRINT_MAX_DEPTH {
+        h.update(b"~");
+        return;
+    }
+    match v {
+        Value::Null => h.update(b"n"),
+        Value::Bool(b) => h.update(if *b { b"t" } else { b"f" }),
+        Value::Number(n) => {
+            h.update(b"#");
+            h.update(n.to_string().as_bytes());
+            h.update(b";");
+        }
+        Value::String(s) => {
+            h.update(b"s");
+            h.update((s.len() as u64).to_be_bytes());
+            h.update(s.as_bytes());
+        }
+        Value::Array(a) => {
+            h.update(b"[");
+            h.update((a.len() as u64).to_be_bytes());
+            for x in a {
+                canonical(x, depth + 1, h);
+            }
+        }
+        Value::Object(o) => {
+            h.update(b"{");
+            h.update((o.len() as u64).to_be_bytes());
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort();
+            for k in keys {
+                h.update((k.len() as u64).to_be_bytes());
+                h.update(k.as_bytes());
+                if let Some(x) = o.get(k) {
+                    canonical(x, depth + 1, h);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,407 @@
+//! PII and secret *value* detectors (used by `url.pii`), with checksums where the format
+//! has one, tuned to avoid flagging dates, timestamps, ids and slugs.
+//!
+//! Owns: recognising, inside one already-decoded string, e-mail addresses, phone numbers,
+//! payment card numbers (IIN range + length + Luhn), IBANs (country length + mod-97),
+//! US SSNs (area/group/serial rules), Chinese resident ids (date + ISO 7064 checksum),
+//! Thai national ids (dashed form + checksum), JWTs (header decodes to JSON with `alg`),
+//! PEM private-key headers and well-known credential prefixes.
+//!
+//! Decisions:
+//! - Phone numbers: E.164 with `+` (8–15 digits); NANP only with separators
+//!   (`415-555-2671`, `(415) 555-2671`); Chinese mobiles (`1[3-9]` + 9 digits); national
+//!   numbers starting with a single `0` (10–11 digits: FR, TH, JP, UK, …). Bare 10-digit
+//!   numbers not starting with 0 (Unix timestamps, ids) and date shapes are not phones.
+//! - Card numbers need a known IIN range, a valid length for it and Luhn, so 13-digit
+//!   millisecond timestamps and random ids (10% pass Luhn alone) are not flagged.
+//! - Stripe publishable keys (`pk_live_`, `pk_test_`) are public by design: not flagged.
+//!   `sk-…` needs ≥ 32 characters mixing digits, upper and lower case, so slugs such as
+//!   `sk-reykjavik-conference-2024` pass. AWS ids other than `AKIA`/`ASIA` are not secret.
+//! Never: returns the matched text — only a detector name.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+#[allow(clippy::expect_used)]
+fn re(pattern: &str) -> Regex {
+    // Static patterns, covered by tests.
+    Regex::new(pattern).expect("static regex compiles")
+}
+
+static EMAIL: LazyLock<Regex> =
+    LazyLock::new(|| re(r"(?i)[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,}"));
+static JWT: LazyLock<Regex> =
+    LazyLock::new(|| re(r"eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"));
+static PEM: LazyLock<Regex> =
+    LazyLock::new(|| re(r"-----BEGIN[ +](?:[A-Z0-9]+[ +])*PRIVATE[ +]KEY-----"));
+static DIGIT_RUN: LazyLock<Regex> = LazyLock::new(|| re(r"\+?\(?\d[\d ().\-]{5,22}\d"));
+static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)[a-z]{2}\d{2}(?: ?[a-z0-9]){11,30}"));
+static CN_ID: LazyLock<Regex> = LazyLock::new(|| re(r"\d{17}[\dXx]"));
+static TH_ID: LazyLock<Regex> = LazyLock::new(|| re(r"\d-\d{4}-\d{5}-\d{2}-\d"));
+static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"\d{3}[- ]\d{2}[- ]\d{4}"));
+
+/// `(pattern, detector)` for credential formats with a recognisable prefix.
+static KEYS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
+    [
+        (r"gh[pousr]_[A-Za-z0-9]{36,}", "secret.key:github"),
+        (r"github_pat_[A-Za-z0-9_]{22,}", "secret.key:github"),
+        (r"sk-[A-Za-z0-9_\-]{32,}", "secret.key:sk"),
+        (
+            r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}",
+            "secret.key:stripe",
+        ),
+        (r"whsec_[A-Za-z0-9]{24,}", "secret.key:stripe_webhook"),
+        (r"(?:AKIA|ASIA)[A-Z0-9]{16}", "secret.key:aws"),
+        (r"xox[abprs]-[A-Za-z0-9\-]{10,}", "secret.key:slack"),
+        (r"xapp-\d-[A-Za-z0-9\-]{10,}", "secret.key:slack"),
+        (r"AIza[0-9A-Za-z_\-]{35}", "secret.key:google"),
+        (r"glpat-[A-Za-z0-9_\-]{20,}", "secret.key:gitlab"),
+        (r"npm_[A-Za-z0-9]{36}", "secret.key:npm"),
+        (
+            r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}",
+            "secret.key:pypi",
+        ),
+        (r"hf_[A-Za-z0-9]{34,}", "secret.key:huggingface"),
+        (
+            r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",
+            "secret.key:sendgrid",
+        ),
+        (r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", "secret.key:shopify"),
+        (r"do[opr]_v1_[a-f0-9]{64}", "secret.key:digitalocean"),
+    ]
+    .into_iter()
+    .map(|(p, d)| (re(p), d))
+    .collect()
+});
+
+/// Is `s[start..end]` free-standing (not glued to letters or digits on either side)?
+fn bounded(s: &str, start: usize, end: usize) -> bool {
+    let before = s[..start].chars().next_back();
+    let after = s[end..].chars().next();
+    !before.is_some_and(|c| c.is_alphanumeric()) && !after.is_some_and(|c| c.is_alphanumeric())
+}
+
+/// The first PII / secret detector that fires on `value`, if any.
+pub(crate) fn scan_value(value: &str) -> Option<&'static str> {
+    if value.len() < 6 {
+        return None;
+    }
+    if PEM.is_match(value) {
+        return Some("secret.private_key");
+    }
+    if JWT.find_iter(value).any(|m| is_jwt(m.as_str())) {
+        return Some("secret.jwt");
+    }
+    for (pattern, detector) in KEYS.iter() {
+        let hit = pattern.find_iter(value).any(|m| {
+            let left_ok = !value[..m.start()]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_ascii_alphanumeric());
+            left_ok && (*detector != "secret.key:sk" || mixed_charset(&m.as_str()[3..]))
+        });
+        if hit {
+            return Some(detector);
+        }
+    }
+    if value.contains('@') && EMAIL.is_match(value) {
+        return Some("pii.email");
+    }
+    if !value.bytes().any(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if CN_ID
+        .find_iter(value)
+        .any(|m| bounded(value, m.start(), m.end()) && is_cn_resident_id(m.as_str()))
+    {
+        return Some("pii.national_id:cn");
+    }
+    if TH_ID
+        .find_iter(value)
+        .any(|m| bounded(value, m.start(), m.end()) && is_th_id(m.as_str()))
+    {
+        return Some("pii.national_id:th");
+    }
+    if SSN
+        .find_iter(value)
+        .any(|m| bounded(value, m.start(), m.end()) && is_ssn(m.as_str()))
+    {
+        return Some("pii.ssn");
+    }
+    if IBAN
+        .find_iter(value)
+        .any(|m| bounded(value, m.start(), m.end()) && is_iban(m.as_str()))
+    {
+        return Some("pii.iban");
+    }
+    for m in DIGIT_RUN.find_iter(value) {
+        if !bounded(value, m.start(), m.end()) {
+            continue;
+        }
+        let candidate = m.as_str();
+        if is_card(candidate) {
+            return Some("pii.card");
+        }
+        if is_phone(candidate) {
+            return Some("pii.phone");
+        }
+    }
+    None
+}
+
+fn mixed_charset(s: &str) -> bool {
+    s.bytes().any(|b| b.is_ascii_digit())
+        && s.bytes().any(|b| b.is_ascii_uppercase())
+        && s.bytes().any(|b| b.is_ascii_lowercase())
+}
+
+fn digits_of(s: &str) -> Vec<u8> {
+    s.bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect()
+}
+
+fn prefix_num(d: &[u8], k: usize) -> u32 {
+    d.iter()
+        .take(k)
+        .fold(0u32, |acc, x| acc * 10 + u32::from(*x))
+}
+
+pub(crate) fn luhn(d: &[u8]) -> bool {
+    let sum: u32 = d
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &x)| {
+            let x = u32::from(x);
+            if i % 2 == 1 {
+                let y = x * 2;
+                if y > 9 {
+                    y - 9
+                } else {
+                    y
+                }
+            } else {
+                x
+            }
+        })
+        .sum();
+    sum % 10 == 0
+}
+
+fn is_card(candidate: &str) -> bool {
+    // Separators must be single spaces or dashes between digit groups.
+    if candidate.contains(['(', ')', '.', '+'])
+        || candidate.contains("  ")
+        || candidate.contains("--")
+    {
+        return false;
+    }
+    let d = digits_of(candidate);
+    let n = d.len();
+    if !(13..=19).contains(&n) || d.iter().all(|x| *x == d[0]) {
+        return false;
+    }
+    let p2 = prefix_num(&d, 2);
+    let p3 = prefix_num(&d, 3);
+    let p4 = prefix_num(&d, 4);
+    let brand = (d[0] == 4 && matches!(n, 13 | 16 | 19))
+        || ((51..=55).contains(&p2) && n == 16)
+        || ((2221..=2720).contains(&p4) && n == 16)
+        || ((p2 == 34 || p2 == 37) && n == 15)
+        || ((p4 == 6011 || (644..=649).contains(&p3) || p2 == 65) && (16..=19).contains(&n))
+        || ((3528..=3589).contains(&p4) && (16..=19).contains(&n))
+        || (((300..=305).contains(&p3) || p2 == 36 || p2 == 38 || p2 == 39)
+            && (14..=19).contains(&n))
+        || (p2 == 62 && (16..=19).contains(&n))
+        || ((p2 == 50 || (56..=69).contains(&p2)) && (13..=19).contains(&n));
+    brand && luhn(&d)
+}
+
+fn groups(candidate: &str) -> Vec<usize> {
+    candidate
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|g| !g.is_empty())
+        .map(str::len)
+        .collect()
+}
+
+fn looks_like_date(g: &[usize]) -> bool {
+    matches!(
+        g,
+        [4, 1..=2, 1..=2] | [1..=2, 1..=2, 4] | [4, 1..=2, 1..=2, ..]
+    )
+}
+
+pub(crate) fn is_phone(candidate: &str) -> bool {
+    let d = digits_of(candidate);
+    let n = d.len();
+    let g = groups(candidate);
+    if candidate.starts_with('+') {
+        return (8..=15).contains(&n) && d[0] != 0;
+    }
+    if looks_like_date(&g) || candidate.contains('+') {
+        return false;
+    }
+    let separated = g.len() > 1;
+    let nanp = |d: &[u8]| d.len() == 10 && d[0] >= 2 && d[3] >= 2;
+    if separated && matches!(g.as_slice(), [3, 3, 4]) && nanp(&d) {
+        return true;
+    }
+    if separated && matches!(g.as_slice(), [1, 3, 3, 4]) && d[0] == 1 && nanp(&d[1..]) {
+        return true;
+    }
+    if n == 11 && d[0] == 1 && (3..=9).contains(&d[1]) && (g == [11] || g == [3, 4, 4]) {
+        return true;
+    }
+    if (n == 10 || n == 11) && d[0] == 0 && d[1] != 0 {
+        // National format: one trunk 0, then digits in groups of 1–4 (or a single run).
+        return g.len() == 1 || g.iter().all(|x| (1..=4).contains(x));
+    }
+    false
+}
+
+fn is_ssn(candidate: &str) -> bool {
+    let d = digits_of(candidate);
+    let sep: Vec<char> = candidate.chars().filter(|c| !c.is_ascii_digit()).collect();
+    if d.len() != 9 || sep.len() != 2 || sep[0] != sep[1] {
+        return false;
+    }
+    let area = prefix_num(&d, 3);
+    let group = prefix_num(&d[3..], 2);
+    let serial = prefix_num(&d[5..], 4);
+    area != 0 && area != 666 && area < 900 && group != 0 && serial != 0
+}
+
+/// Official IBAN length per country (ISO 13616 registry).
+fn iban_length(cc: &str) -> Option<usize> {
+    Some(match cc {
+        "NO" => 15,
+        "BE" => 16,
+        "DK" | "FI" | "FO" | "GL" | "NL" | "SD" | "FK" => 18,
+        "MK" | "SI" => 19,
+        "AT" | "BA" | "EE" | "KZ" | "LT" | "LU" | "XK" | "MN" => 20,
+        "CH" | "HR" | "LI" | "LV" => 21,
+        "BG" | "BH" | "CR" | "DE" | "GB" | "GE" | "IE" | "ME" | "RS" | "VA" => 22,
+        "AE" | "GI" | "IL" | "OM" | "SO" | "TL" => 23,
+        "AD" | "CZ" | "ES" | "MD" | "PK" | "RO" | "SA" | "SE" | "SK" | "TN" | "VG" => 24,
+        "LY" | "PT" | "ST" => 25,
+        "IS" | "TR" => 26,
+        "FR" | "GR" | "IT" | "MC" | "MR" | "SM" | "BI" | "DJ" => 27,
+        "AL" | "AZ" | "BY" | "CY" | "DO" | "GT" | "HU" | "LB" | "NI" | "PL" | "SV" | "HN" => 28,
+        "BR" | "EG" | "PS" | "QA" | "UA" | "IQ" => 29,
+        "JO" | "KW" | "MU" | "YE" => 30,
+        "MT" | "SC" => 31,
+        "LC" => 32,
+        "RU" => 33,
+        _ => return None,
+    })
+}
+
+pub(crate) fn is_iban(candidate: &str) -> bool {
+    let s: String = candidate
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    let Some(want) = s.get(..2).and_then(iban_length) else {
+        return false;
+    };
+    if s.len() != want {
+        return false;
+    }
+    let rearranged = s[4..].chars().chain(s[..4].chars());
+    let mut rem: u32 = 0;
+    for c in rearranged {
+        let v = match c {
+            '0'..='9' => c as u32 - '0' as u32,
+            'A'..='Z' => c as u32 - 'A' as u32 + 10,
+            _ => return false,
+        };
+        rem = if v >= 10 {
+            (rem * 100 + v) % 97
+        } else {
+            (rem * 10 + v) % 97
+        };
+    }
+    rem == 1
+}
+
+fn is_cn_resident_id(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() != 18 || !(b'1'..=b'8').contains(&b[0]) {
+        return false;
+    }
+    let num = |r: std::ops::Range<usize>| s.get(r).and_then(|x| x.parse::<u32>().ok());
+    let (Some(year), Some(month), Some(day)) = (num(6..10), num(10..12), num(12..14)) else {
+        return false;
+    };
+    if !(1900..=2099).contains(&year) || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+        return false;
+    }
+    const W: [u32; 17] = [7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2];
+    let sum: u32 = b[..17]
+        .iter()
+        .zip(W)
+        .map(|(c, w)| u32::from(c - b'0') * w)
+        .sum();
+    let check = b"10X98765432"[(sum % 11) as usize];
+    b[17].to_ascii_uppercase() == check
+}
+
+fn is_th_id(s: &str) -> bool {
+    let d = digits_of(s);
+    if d.len() != 13 || d[0] == 0 || d[0] == 9 {
+        return false;
+    }
+    let sum: u32 = d[..12]
+        .iter()
+        .enumerate()
+        .map(|(i, x)| u32::from(*x) * (13 - i as u32))
+        .sum();
+    (11 - sum % 11) % 10 == u32::from(d[12])
+}
+
+fn is_jwt(token: &str) -> bool {
+    let Some(header) = token.split('.').next() else {
+        return false;
+    };
+    let Some(bytes) = base64url_decode(header) else {
+        return false;
+    };
+    serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("alg").map(serde_json::Value::is_string))
+        .unwrap_or(false)
+}
+
+/// Unpadded base64url (padding tolerated) to bytes.
+pub(crate) fn base64url_decode(s: &str) -> Option<Vec<u8>> {
+    let s = s.trim_end_matches('=');
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for c in s.bytes() {
+        let v = match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'-' | b'+' => 62,
+            b'_' | b'/' => 63,
+            _ => return None,
+        };
+        acc = (acc << 6) | u32::from(v);
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests;

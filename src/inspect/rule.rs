@@ -1,0 +1,481 @@
+//! Rule identifiers, rule actions, findings and verdicts: the vocabulary of decisions.
+//!
+//! Owns: the public rule ids (SPEC §3 — a stable interface used in audit events, metric
+//! labels and policy files), the per-rule action (`deny` / `audit` / `off`), and the
+//! `Verdict` / `Finding` types with the builder that resolves matches into a decision.
+//! Never: records user content. A `Finding` holds a location (schema keys and fixed
+//! words) and a detector name, never a matched value.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A policy rule. `as_str` gives the public id; the declaration order is the stable
+/// order used in verdicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RuleId {
+    /// A mode the client did not declare.
+    ModeUndeclared,
+    /// A mode the route does not allow, or anything while the kill switch is on.
+    ModeDisabled,
+    /// A legacy request not tied to an in-flight client request.
+    RequestUnassociated,
+    /// Params that cannot be judged: not an object, no message, unknown mode, …
+    RequestMalformed,
+    /// `requestedSchema` outside the restricted subset.
+    FormSchema,
+    /// A form asking for a secret.
+    FormSecret,
+    /// A clickable URL inside a form's texts.
+    FormUrl,
+    /// A form over the policy's size limits.
+    FormLimits,
+    /// A URL-mode `url` that is not an absolute URL.
+    UrlInvalid,
+    /// A URL scheme other than https (or http to a development host).
+    UrlScheme,
+    /// Userinfo in the URL.
+    UrlCredentials,
+    /// PII or secrets in the URL's path, query or fragment.
+    UrlPii,
+    /// A suspicious, IP-literal, denied or not-allowed host.
+    UrlHost,
+    /// A 2025-11-25 URL-mode request without `elicitationId`.
+    UrlMissingId,
+    /// The same elicitation asked again soon after the user declined it.
+    RepeatAfterDecline,
+    /// Too many elicitations per minute.
+    RateLimit,
+    /// A client answer that does not fit what was asked.
+    ResponseInvalid,
+    /// An answer to something that is not pending.
+    ResponseUnknown,
+}
+
+impl RuleId {
+    /// Every rule, in the stable order.
+    pub const ALL: [RuleId; 18] = [
+        RuleId::ModeUndeclared,
+        RuleId::ModeDisabled,
+        RuleId::RequestUnassociated,
+        RuleId::RequestMalformed,
+        RuleId::FormSchema,
+        RuleId::FormSecret,
+        RuleId::FormUrl,
+        RuleId::FormLimits,
+        RuleId::UrlInvalid,
+        RuleId::UrlScheme,
+        RuleId::UrlCredentials,
+        RuleId::UrlPii,
+        RuleId::UrlHost,
+        RuleId::UrlMissingId,
+        RuleId::RepeatAfterDecline,
+        RuleId::RateLimit,
+        RuleId::ResponseInvalid,
+        RuleId::ResponseUnknown,
+    ];
+
+    /// Number of rules.
+    pub const COUNT: usize = Self::ALL.len();
+
+    /// The public rule id.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleId::ModeUndeclared => "mode.undeclared",
+            RuleId::ModeDisabled => "mode.disabled",
+            RuleId::RequestUnassociated => "request.unassociated",
+            RuleId::RequestMalformed => "request.malformed",
+            RuleId::FormSchema => "form.schema",
+            RuleId::FormSecret => "form.secret",
+            RuleId::FormUrl => "form.url",
+            RuleId::FormLimits => "form.limits",
+            RuleId::UrlInvalid => "url.invalid",
+            RuleId::UrlScheme => "url.scheme",
+            RuleId::UrlCredentials => "url.credentials",
+            RuleId::UrlPii => "url.pii",
+            RuleId::UrlHost => "url.host",
+            RuleId::UrlMissingId => "url.missing_id",
+            RuleId::RepeatAfterDecline => "repeat.after_decline",
+            RuleId::RateLimit => "rate.limit",
+            RuleId::ResponseInvalid => "response.invalid",
+            RuleId::ResponseUnknown => "response.unknown",
+        }
+    }
+
+    /// Index into per-rule tables (the position in [`RuleId::ALL`]).
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+impl fmt::Display for RuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Error for an unknown rule id string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRuleId(pub String);
+
+impl fmt::Display for UnknownRuleId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown rule id `{}`", self.0)
+    }
+}
+
+impl std::error::Error for UnknownRuleId {}
+
+impl FromStr for RuleId {
+    type Err = UnknownRuleId;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RuleId::ALL
+            .iter()
+            .copied()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| UnknownRuleId(s.to_string()))
+    }
+}
+
+/// What a policy does when a rule matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RuleAction {
+    /// Block the elicitation (the default for every rule).
+    #[default]
+    Deny,
+    /// Allow, but report the match (audit event, metric).
+    Audit,
+    /// Do not evaluate the rule.
+    Off,
+}
+
+impl RuleAction {
+    /// Policy-file spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RuleAction::Deny => "deny",
+            RuleAction::Audit => "audit",
+            RuleAction::Off => "off",
+        }
+    }
+
+    /// Parse the policy-file spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "deny" => Some(RuleAction::Deny),
+            "audit" => Some(RuleAction::Audit),
+            "off" => Some(RuleAction::Off),
+            _ => None,
+        }
+    }
+}
+
+/// The outcome of an inspection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Decision {
+    /// Forward (possibly with audited matches).
+    Allow,
+    /// Block.
+    Deny,
+}
+
+impl Decision {
+    /// `"allow"` / `"deny"`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// One reason behind a verdict. Never contains user content: `location` is built from
+/// fixed words and schema keys / query-parameter names chosen by the server, and
+/// `detector` names the check that fired.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Finding {
+    /// The rule this finding belongs to.
+    pub rule: RuleId,
+    /// Where it was found, e.g. `properties.password.title`, `url.query.token`, `message`.
+    pub location: String,
+    /// Which detector fired, e.g. `secret.term:password@en`, `pii.email`, `host.punycode`.
+    pub detector: String,
+}
+
+/// The decision for one elicitation (or one answer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// Allow or deny.
+    pub decision: Decision,
+    /// Every matching rule whose action is not `off`, deduplicated, in [`RuleId::ALL`] order.
+    pub rules: Vec<RuleId>,
+    /// The rules that caused the denial (empty when allowed).
+    pub denied_by: Vec<RuleId>,
+    /// The rules that matched in audit mode (or were downgraded by `dry_run`).
+    pub audited: Vec<RuleId>,
+    /// Evidence for `rules`, in detection order.
+    pub findings: Vec<Finding>,
+}
+
+impl Verdict {
+    /// An allow verdict with no matches.
+    pub fn allow() -> Self {
+        Verdict {
+            decision: Decision::Allow,
+            rules: Vec::new(),
+            denied_by: Vec::new(),
+            audited: Vec::new(),
+            findings: Vec::new(),
+        }
+    }
+
+    /// Is this a denial?
+    pub fn is_deny(&self) -> bool {
+        self.decision == Decision::Deny
+    }
+
+    /// Merge another verdict (e.g. several elicitations in one message): deny if either
+    /// denies; rules stay deduplicated and ordered.
+    pub fn merge(&mut self, other: Verdict) {
+        if other.decision == Decision::Deny {
+            self.decision = Decision::Deny;
+        }
+        for (dst, src) in [
+            (&mut self.rules, other.rules),
+            (&mut self.denied_by, other.denied_by),
+            (&mut self.audited, other.audited),
+        ] {
+            dst.extend(src);
+            dst.sort();
+            dst.dedup();
+        }
+        self.findings.extend(other.findings);
+    }
+}
+
+/// Upper bound on findings kept per verdict; a hostile schema cannot blow up audit events.
+pub const MAX_FINDINGS: usize = 64;
+
+/// How rule actions resolve into a decision. Built by `crate::policy::Policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enforcement {
+    /// Deny rules deny.
+    Enforce,
+    /// `dry_run: true`: every deny is downgraded to audit.
+    DryRun,
+}
+
+/// Collects rule matches during one inspection and resolves them into a [`Verdict`].
+#[derive(Debug)]
+pub(crate) struct Hits {
+    matched: [bool; RuleId::COUNT],
+    findings: Vec<Finding>,
+    truncated: bool,
+}
+
+impl Hits {
+    pub(crate) fn new() -> Self {
+        Hits {
+            matched: [false; RuleId::COUNT],
+            findings: Vec::new(),
+            truncated: false,
+        }
+    }
+
+    /// Record a match. Duplicate (rule, location, detector) triples are kept once.
+    pub(crate) fn add(
+        &mut self,
+        rule: RuleId,
+        location: impl Into<String>,
+        detector: impl Into<String>,
+    ) {
+        self.matched[rule.index()] = true;
+        let finding = Finding {
+            rule,
+            location: location.into(),
+            detector: detector.into(),
+        };
+        if self.findings.contains(&finding) {
+            return;
+        }
+        if self.findings.len() >= MAX_FINDINGS {
+            self.truncated = true;
+            return;
+        }
+        self.findings.push(finding);
+    }
+
+    /// Resolve with per-rule actions. `forced` rules deny regardless of action and
+    /// enforcement (the kill switch).
+    pub(crate) fn resolve(
+        self,
+        action_of: impl Fn(RuleId) -> RuleAction,
+        enforcement: Enforcement,
+        forced: Option<RuleId>,
+    ) -> Verdict {
+        let mut verdict = Verdict::allow();
+        for rule in RuleId::ALL {
+            if !self.matched[rule.index()] {
+                continue;
+            }
+            let action = if forced == Some(rule) {
+                RuleAction::Deny
+            } else {
+                match (action_of(rule), enforcement) {
+                    (RuleAction::Deny, Enforcement::DryRun) => RuleAction::Audit,
+                    (a, _) => a,
+                }
+            };
+            match action {
+                RuleAction::Deny => {
+                    verdict.rules.push(rule);
+                    verdict.denied_by.push(rule);
+                }
+                RuleAction::Audit => {
+                    verdict.rules.push(rule);
+                    verdict.audited.push(rule);
+                }
+                RuleAction::Off => {}
+            }
+        }
+        if !verdict.denied_by.is_empty() {
+            verdict.decision = Decision::Deny;
+        }
+        let kept = &verdict.rules;
+        verdict.findings = self
+            .findings
+            .into_iter()
+            .filter(|f| kept.contains(&f.rule))
+            .collect();
+        if self.truncated {
+            if let Some(rule) = verdict.rules.first().copied() {
+                verdict.findings.push(Finding {
+                    rule,
+                    location: "*".to_string(),
+                    detector: "findings.truncated".to_string(),
+                });
+            }
+        }
+        verdict
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for (i, rule) in RuleId::ALL.iter().enumerate() {
+            assert_eq!(rule.index(), i);
+            assert_eq!(rule.as_str().parse::<RuleId>(), Ok(*rule));
+            assert!(seen.insert(rule.as_str()));
+        }
+        assert!("form.secrets".parse::<RuleId>().is_err());
+    }
+
+    #[test]
+    fn exact_public_ids() {
+        let ids: Vec<_> = RuleId::ALL.iter().map(|r| r.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "mode.undeclared",
+                "mode.disabled",
+                "request.unassociated",
+                "request.malformed",
+                "form.schema",
+                "form.secret",
+                "form.url",
+                "form.limits",
+                "url.invalid",
+                "url.scheme",
+                "url.credentials",
+                "url.pii",
+                "url.host",
+                "url.missing_id",
+                "repeat.after_decline",
+                "rate.limit",
+                "response.invalid",
+                "response.unknown"
+            ]
+        );
+    }
+
+    #[test]
+    fn resolve_orders_and_splits_actions() {
+        let mut hits = Hits::new();
+        hits.add(RuleId::UrlPii, "url.query.token", "url.param:token");
+        hits.add(RuleId::FormUrl, "message", "link.scheme");
+        hits.add(RuleId::UrlPii, "url.query.token", "url.param:token");
+        let v = hits.resolve(
+            |r| {
+                if r == RuleId::FormUrl {
+                    RuleAction::Audit
+                } else {
+                    RuleAction::Deny
+                }
+            },
+            Enforcement::Enforce,
+            None,
+        );
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(v.rules, vec![RuleId::FormUrl, RuleId::UrlPii]);
+        assert_eq!(v.denied_by, vec![RuleId::UrlPii]);
+        assert_eq!(v.audited, vec![RuleId::FormUrl]);
+        assert_eq!(v.findings.len(), 2);
+    }
+
+    #[test]
+    fn off_rules_vanish_and_dry_run_downgrades() {
+        let mut hits = Hits::new();
+        hits.add(RuleId::FormSecret, "message", "d");
+        hits.add(RuleId::FormLimits, "message", "d");
+        let v = hits.resolve(
+            |r| {
+                if r == RuleId::FormLimits {
+                    RuleAction::Off
+                } else {
+                    RuleAction::Deny
+                }
+            },
+            Enforcement::DryRun,
+            None,
+        );
+        assert_eq!(v.decision, Decision::Allow);
+        assert_eq!(v.rules, vec![RuleId::FormSecret]);
+        assert_eq!(v.audited, vec![RuleId::FormSecret]);
+        assert_eq!(v.findings.len(), 1);
+    }
+
+    #[test]
+    fn forced_rule_denies_through_dry_run_and_off() {
+        let mut hits = Hits::new();
+        hits.add(RuleId::ModeDisabled, "policy", "kill_switch");
+        let v = hits.resolve(
+            |_| RuleAction::Off,
+            Enforcement::DryRun,
+            Some(RuleId::ModeDisabled),
+        );
+        assert_eq!(v.decision, Decision::Deny);
+        assert_eq!(v.denied_by, vec![RuleId::ModeDisabled]);
+    }
+
+    #[test]
+    fn findings_are_bounded() {
+        let mut hits = Hits::new();
+        for i in 0..200 {
+            hits.add(
+                RuleId::FormSchema,
+                format!("properties.p{i}"),
+                "schema.nested_object",
+            );
+        }
+        let v = hits.resolve(|_| RuleAction::Deny, Enforcement::Enforce, None);
+        assert_eq!(v.findings.len(), MAX_FINDINGS + 1);
+        assert_eq!(
+            v.findings.last().map(|f| f.detector.as_str()),
+            Some("findings.truncated")
+        );
+    }
+}

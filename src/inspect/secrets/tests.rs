@@ -1,0 +1,320 @@
+use super::*;
+
+fn lex() -> Arc<SecretLexicon> {
+    SecretLexicon::builtin()
+}
+
+fn label(s: &str) -> Option<String> {
+    lex().scan(s, Role::Label).map(str::to_string)
+}
+
+fn prose(s: &str) -> Option<String> {
+    lex().scan(s, Role::Prose).map(str::to_string)
+}
+
+#[test]
+fn builtin_lexicon_builds() {
+    assert!(SecretLexicon::build(&[]).is_ok());
+}
+
+#[test]
+fn identifier_styles_are_caught() {
+    for name in [
+        "apiKey",
+        "API_KEY",
+        "api-key",
+        "ＡＰＩキー",
+        "clientSecret",
+        "x-api-key",
+        "password",
+        "Password",
+        "PASSWORD",
+        "newPassword",
+        "db_password",
+        "dbpassword",
+        "passphrase",
+        "access_token",
+        "refreshToken",
+        "BearerToken",
+        "private_key",
+        "sessionId",
+        "otp",
+        "totp_code",
+        "2fa_code",
+        "pin",
+        "PIN",
+        "cardNumber",
+        "card_number",
+        "cvv",
+        "CVC",
+        "iban",
+        "ssn",
+        "secret",
+        "token",
+        "credentials",
+        "passwd",
+        "pwd",
+    ] {
+        assert!(label(name).is_some(), "{name} should be a secret");
+    }
+}
+
+#[test]
+fn benign_identifiers_pass() {
+    for name in [
+        "monkey",
+        "tokenizer",
+        "tokenizer_name",
+        "keyboard_layout",
+        "passing_grade",
+        "keystone",
+        "pinned",
+        "spinner",
+        "compass",
+        "bypass_cache",
+        "token_count",
+        "max_tokens",
+        "maxTokens",
+        "username",
+        "user_name",
+        "email",
+        "environment",
+        "branch",
+        "canary",
+        "api_key_name",
+        "password_policy",
+        "passwordMinLength",
+        "key",
+        "primary_key_column",
+        "secretary",
+        "passport_photo_url",
+        "card_title",
+        "code_review",
+        "zip_code",
+        "country_code",
+        "session_date",
+        "cookie_banner_text",
+    ] {
+        assert_eq!(label(name), None, "{name} should not be a secret");
+    }
+}
+
+#[test]
+fn detector_names_carry_category_and_language() {
+    assert_eq!(
+        label("password").as_deref(),
+        Some("secret.term:password@en")
+    );
+    assert_eq!(
+        label("mot de passe").as_deref(),
+        Some("secret.term:password@fr")
+    );
+    assert_eq!(label("密碼").as_deref(), Some("secret.term:password@zh"));
+    assert_eq!(label("รหัสผ่าน").as_deref(), Some("secret.term:password@th"));
+    assert_eq!(
+        label("ＡＰＩキー").as_deref(),
+        Some("secret.term:api_key@ja")
+    );
+    assert_eq!(
+        label("API-Schlüssel").as_deref(),
+        Some("secret.term:api_key@de")
+    );
+    assert_eq!(
+        label("contraseña").as_deref(),
+        Some("secret.term:password@es")
+    );
+}
+
+#[test]
+fn multilingual_terms() {
+    for t in [
+        "密码",
+        "密碼",
+        "密钥",
+        "密鑰",
+        "令牌",
+        "口令",
+        "验证码",
+        "驗證碼",
+        "信用卡号",
+        "银行卡号",
+        "请输入您的支付密码",
+        "รหัสผ่าน",
+        "รหัส OTP",
+        "เลขบัตรเครดิต",
+        "mot de passe",
+        "clé API",
+        "Clé d'API",
+        "jeton d'accès",
+        "numéro de carte",
+        "code PIN",
+        "cryptogramme",
+        "IBAN",
+        "Passwort",
+        "Kennwort",
+        "API-Schlüssel",
+        "Zugangsdaten",
+        "Kreditkartennummer",
+        "contraseña",
+        "clave API",
+        "token de acceso",
+        "número de tarjeta",
+        "パスワード",
+        "APIキー",
+        "暗証番号",
+        "クレジットカード番号",
+        "アクセストークン",
+        "비밀번호",
+        "пароль",
+    ] {
+        assert!(label(t).is_some(), "{t}");
+    }
+}
+
+#[test]
+fn suppressors_and_meta_words() {
+    for t in [
+        "密码学",
+        "密码策略",
+        "令牌桶算法",
+        "パスワードポリシー",
+        "トークン数",
+        "นโยบายรหัสผ่าน",
+        "Choose a password policy level",
+        "Maximum number of tokens",
+        "Token count limit",
+        "politique de mot de passe",
+        "longueur du mot de passe",
+        "Passwort-Richtlinie",
+        "Passwortrichtlinie",
+        "política de contraseñas",
+        "length of the password",
+    ] {
+        assert_eq!(prose(t), None, "{t}");
+    }
+    assert!(prose("Enter the password for the policy").is_some());
+    assert!(prose("Enter a name for the new API key").is_some());
+}
+
+#[test]
+fn weak_terms_need_a_cue_in_prose() {
+    assert!(label("Token").is_some());
+    assert_eq!(prose("Your answers will be kept secret"), None);
+    assert_eq!(prose("Design token used by the theme"), None);
+    assert!(prose("Please enter your token").is_some());
+    assert!(prose("Paste the secret here").is_some());
+    assert_eq!(prose("Enter the amount charged to the credit card"), None);
+    assert!(prose("Enter your credit card").is_some());
+    assert!(label("Credit card").is_some());
+    assert!(prose("トークンを入力してください").is_some());
+    assert_eq!(prose("トークンの使用量を確認します"), None);
+    assert!(prose("请输入信用卡").is_some());
+}
+
+#[test]
+fn homoglyph_words_are_caught() {
+    // Cyrillic 'р' and 'а' inside a Latin word.
+    assert_eq!(
+        label("раssword").as_deref(),
+        Some("secret.confusable:password")
+    );
+    assert!(prose("Enter your раsswоrd").is_some());
+}
+
+#[test]
+fn extra_terms_extend_the_lexicon() {
+    let l =
+        SecretLexicon::build(&["numéro fiscal".to_string(), "社保号".to_string()]).expect("build");
+    assert_eq!(
+        l.scan("Numero fiscal", Role::Label),
+        Some("secret.term:custom")
+    );
+    assert_eq!(
+        l.scan("请输入社保号", Role::Prose),
+        Some("secret.term:custom")
+    );
+    assert!(SecretLexicon::build(&["--".to_string()]).is_err());
+}
+
+fn form(props: Value, message: &str) -> Vec<(String, String)> {
+    let schema = serde_json::json!({"type":"object","properties":props});
+    let mut hits = Hits::new();
+    check_form(&schema, Some(message), &lex(), &HashSet::new(), &mut hits);
+    let v = hits.resolve(
+        |_| crate::inspect::RuleAction::Deny,
+        crate::inspect::Enforcement::Enforce,
+        None,
+    );
+    v.findings
+        .into_iter()
+        .map(|f| (f.location, f.detector))
+        .collect()
+}
+
+#[test]
+fn only_free_input_properties_are_judged() {
+    use serde_json::json;
+    assert!(form(
+        json!({"remember_password":{"type":"boolean"}}),
+        "Remember your password?"
+    )
+    .is_empty());
+    assert!(form(
+        json!({"auth_method":{"type":"string","enum":["password","sso"]}}),
+        "Choose"
+    )
+    .is_empty());
+    let f = form(json!({"pin":{"type":"integer"}}), "Confirm");
+    assert_eq!(
+        f,
+        vec![("properties.pin".into(), "secret.term:pin@en".into())]
+    );
+    let f = form(
+        json!({"value":{"type":"string"}}),
+        "Please enter your password",
+    );
+    assert_eq!(
+        f,
+        vec![("message".into(), "secret.term:password@en".into())]
+    );
+}
+
+#[test]
+fn format_password_and_write_only_are_secrets() {
+    use serde_json::json;
+    let f = form(json!({"v":{"type":"string","format":"password"}}), "x");
+    assert_eq!(
+        f,
+        vec![(
+            "properties.v.format".into(),
+            "secret.format:password".into()
+        )]
+    );
+    let f = form(json!({"v":{"type":"string","writeOnly":true}}), "x");
+    assert_eq!(
+        f,
+        vec![("properties.v.writeOnly".into(), "secret.write_only".into())]
+    );
+}
+
+#[test]
+fn exempt_names_skip_checks() {
+    use serde_json::json;
+    let schema = json!({"type":"object","properties":{"password_hint":{"type":"string","title":"Password hint"}}});
+    let mut allow = HashSet::new();
+    allow.insert(crate::inspect::fold_name("Password_Hint"));
+    let mut hits = Hits::new();
+    check_form(
+        &schema,
+        Some("Enter a password hint"),
+        &lex(),
+        &allow,
+        &mut hits,
+    );
+    let v = hits.resolve(
+        |_| crate::inspect::RuleAction::Deny,
+        crate::inspect::Enforcement::Enforce,
+        None,
+    );
+    assert!(v.findings.is_empty());
+}

@@ -1,0 +1,197 @@
+use super::*;
+use crate::inspect::rule::{Enforcement, RuleAction};
+use crate::policy::Policy;
+
+fn findings_with(url: &str, policy: &Policy) -> Vec<(String, String, String)> {
+    let mut hits = Hits::new();
+    check_url(url, policy.url(), &mut hits);
+    hits.resolve(|_| RuleAction::Deny, Enforcement::Enforce, None)
+        .findings
+        .into_iter()
+        .map(|f| (f.rule.as_str().to_string(), f.location, f.detector))
+        .collect()
+}
+
+fn findings(url: &str) -> Vec<(String, String, String)> {
+    findings_with(url, &Policy::builtin_default())
+}
+
+fn detectors(url: &str) -> Vec<String> {
+    findings(url).into_iter().map(|f| f.2).collect()
+}
+
+#[test]
+fn clean_urls_pass() {
+    for u in [
+        "https://mcp.example.com/ui/set_api_key",
+        "https://srv.example/connect?e=e-42",
+        "https://mcp.example.com/connect/github?flow=8f1c2a",
+        "https://accounts.example.com/o/oauth2/auth?client_id=abc&redirect_uri=https%3A%2F%2Fmcp.example.com%2Fcb&state=xyz123&scope=repo&response_type=code",
+        "http://localhost:8080/setup",
+        "http://127.0.0.1:3000/cb",
+        "http://[::1]/x",
+        "https://pay.example.com/checkout/sess_42?page_token=abc123",
+        "https://example.com/report/2024-01-15?t=1712345678901",
+    ] {
+        assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
+    }
+}
+
+#[test]
+fn invalid_urls() {
+    assert_eq!(detectors("/relative/path"), ["url.relative"]);
+    assert_eq!(detectors("https://"), ["url.parse"]);
+    assert_eq!(detectors("not a url"), ["url.unsafe_chars", "url.relative"]);
+    assert!(detectors("https://exa\nmple.com/").contains(&"url.unsafe_chars".to_string()));
+    assert!(
+        detectors("https://evil.example\\@good.example/").contains(&"url.unsafe_chars".to_string())
+    );
+    let long = format!("https://example.com/{}", "a".repeat(MAX_URL_BYTES));
+    assert_eq!(detectors(&long), ["url.too_long"]);
+}
+
+#[test]
+fn schemes() {
+    assert_eq!(detectors("http://example.com/"), ["scheme.http"]);
+    assert_eq!(detectors("javascript:alert(1)"), ["scheme.other"]);
+    assert_eq!(detectors("ftp://files.example.com/a"), ["scheme.other"]);
+    assert_eq!(detectors("data:text/html,hi"), ["scheme.other"]);
+}
+
+#[test]
+fn credentials_in_userinfo() {
+    assert_eq!(
+        detectors("https://user:pass@example.com/"),
+        ["url.userinfo"]
+    );
+    assert_eq!(detectors("https://user@example.com/"), ["url.userinfo"]);
+}
+
+#[test]
+fn hosts() {
+    assert!(detectors("https://xn--pple-43d.com/login").contains(&"host.punycode".to_string()));
+    let d = detectors("https://аpple.com/login");
+    assert!(
+        d.contains(&"host.non_ascii".to_string()) && d.contains(&"host.punycode".to_string()),
+        "{d:?}"
+    );
+    assert!(detectors("https://xn--80ak6aa92e.com/").contains(&"host.confusable".to_string()));
+    assert_eq!(detectors("https://93.184.216.34/x"), ["host.ip_literal"]);
+    assert_eq!(detectors("https://[2001:db8::1]/x"), ["host.ip_literal"]);
+    assert_eq!(
+        detectors("http://2130706433/"),
+        Vec::<String>::new(),
+        "decimal 127.0.0.1 is loopback-listed"
+    );
+    assert_eq!(detectors("http://0x7f000001/"), Vec::<String>::new());
+}
+
+#[test]
+fn host_lists() {
+    let mut errors = Vec::new();
+    let mut warnings = Vec::new();
+    let raw: crate::policy::model::RawPolicy = serde_json::from_value(serde_json::json!({
+        "url": {"allowed_hosts": ["*.example.com", "auth.partner.test"], "denied_hosts": ["evil.example.com"],
+                "allow_ip_literals": true, "extra_sensitive_params": ["ticket"]}
+    })).expect("raw");
+    let p = crate::policy::compile::compile_policy("t", &raw, &mut errors, &mut warnings);
+    assert!(errors.is_empty(), "{errors:?}");
+    let d = |u: &str| {
+        findings_with(u, &p)
+            .into_iter()
+            .map(|f| f.2)
+            .collect::<Vec<_>>()
+    };
+    assert!(d("https://a.example.com/").is_empty());
+    assert!(d("https://auth.partner.test/").is_empty());
+    assert_eq!(d("https://example.com/"), ["host.not_allowed"]);
+    assert_eq!(d("https://evil.example.com/"), ["host.denied"]);
+    assert_eq!(d("https://other.test/"), ["host.not_allowed"]);
+    assert_eq!(d("https://10.0.0.1/"), ["host.not_allowed"]);
+    assert_eq!(
+        d("https://a.example.com/?ticket=abc123"),
+        ["url.param:ticket"]
+    );
+}
+
+#[test]
+fn pii_in_path_query_fragment() {
+    let f = findings("https://example.com/users/john.doe@example.com/profile");
+    assert_eq!(
+        f,
+        [("url.pii".into(), "url.path".into(), "pii.email".into())]
+    );
+    let f = findings("https://example.com/cb?token=abc123def456");
+    assert_eq!(
+        f,
+        [(
+            "url.pii".into(),
+            "url.query.token".into(),
+            "url.param:token".into()
+        )]
+    );
+    let f = findings("https://example.com/cb#access_token=abc123def456&token_type=bearer");
+    assert_eq!(
+        f,
+        [(
+            "url.pii".into(),
+            "url.fragment.access_token".into(),
+            "url.param:accesstoken".into()
+        )]
+    );
+    let f = findings("https://example.com/x?e=john%2540example.com");
+    assert_eq!(
+        f,
+        [("url.pii".into(), "url.query.e".into(), "pii.email".into())]
+    );
+    assert_eq!(
+        detectors("https://example.com/x?phone=%2B14155552671"),
+        ["url.param:phone", "pii.phone"]
+    );
+    assert_eq!(
+        detectors("https://example.com/pay?c=4111111111111111"),
+        ["pii.card"]
+    );
+    assert_eq!(
+        detectors("https://example.com/x?X-Amz-Signature=abcdef0123"),
+        ["url.param:xamzsignature"]
+    );
+    assert_eq!(
+        detectors("https://example.com/x?session=true"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        detectors("https://example.com/x?next_page_token=abc123"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        detectors("https://example.com/x?key=AIzaSyA1234567890abcdefghijklmnopqrstuv"),
+        ["secret.key:google"]
+    );
+    // A PII-looking parameter name is reported by index, never by name.
+    let f = findings("https://example.com/x?john@example.com=1");
+    assert_eq!(
+        f,
+        [("url.pii".into(), "url.query[0]".into(), "pii.email".into())]
+    );
+}
+
+#[test]
+fn links_in_text() {
+    for (t, want) in [
+        ("Visit https://evil.example/login", Some("link.url")),
+        ("see [docs](http://x.example)", Some("link.url")),
+        ("ｈｔｔｐｓ：／／evil.example", Some("link.url")),
+        ("click javascript:alert(1)", Some("link.script")),
+        ("go to www.evil.example now", Some("link.www")),
+        ("mail mailto:a@b.example", Some("link.mailto")),
+        ("call tel:+14155552671", Some("link.tel")),
+        ("img data:image/png;base64,AAAA", Some("link.data")),
+        ("Metadata: version 2", None),
+        ("Deploy to api.example.com?", None),
+        ("Time: 10:30", None),
+        ("Tel: +33 6 12 34 56 78", None),
+    ] {
+        assert_eq!(find_link(t), want, "{t}");
+    }
+}

@@ -1,0 +1,174 @@
+//! Host patterns for `url.allow_http_hosts`, `url.allowed_hosts`, `url.denied_hosts`.
+//!
+//! Owns: parsing a pattern once at policy load (exact host, IP literal, or `*.suffix`),
+//! normalising it the way the `url` crate normalises hosts (lower case, IDNA to ASCII,
+//! IPv6 without brackets, no trailing dot), and matching normalised hosts against it.
+//! Never: resolves names.
+
+use std::net::IpAddr;
+
+/// One compiled host pattern.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostPattern {
+    /// A host name or IP literal, compared exactly (after normalisation).
+    Exact(String),
+    /// `*.example.com`: any host ending in `.example.com` (not `example.com` itself).
+    Subdomains(String),
+}
+
+impl HostPattern {
+    /// Parse and normalise a pattern; the error says why it is not a host.
+    pub fn parse(raw: &str) -> Result<HostPattern, String> {
+        let s = raw.trim();
+        if s.is_empty() {
+            return Err("empty host pattern".into());
+        }
+        if let Some(rest) = s.strip_prefix("*.") {
+            let host = normalise_name(rest)?;
+            if !host.contains('.') {
+                return Err(format!(
+                    "`{raw}`: a wildcard needs at least two labels after `*.`"
+                ));
+            }
+            return Ok(HostPattern::Subdomains(format!(".{host}")));
+        }
+        if s.contains('*') {
+            return Err(format!(
+                "`{raw}`: `*` is only allowed as a leading `*.` label"
+            ));
+        }
+        let unbracketed = s
+            .strip_prefix('[')
+            .and_then(|x| x.strip_suffix(']'))
+            .unwrap_or(s);
+        if let Ok(ip) = unbracketed.parse::<IpAddr>() {
+            return Ok(HostPattern::Exact(ip.to_string()));
+        }
+        Ok(HostPattern::Exact(normalise_name(s)?))
+    }
+
+    /// Does the normalised `host` match?
+    pub fn matches(&self, host: &str) -> bool {
+        match self {
+            HostPattern::Exact(h) => h == host,
+            HostPattern::Subdomains(suffix) => {
+                host.len() > suffix.len() && host.ends_with(suffix.as_str())
+            }
+        }
+    }
+}
+
+fn normalise_name(s: &str) -> Result<String, String> {
+    let trimmed = s.trim_end_matches('.');
+    let ascii =
+        idna::domain_to_ascii(trimmed).map_err(|_| format!("`{s}` is not a valid host name"))?;
+    let valid = !ascii.is_empty()
+        && ascii.split('.').all(|l| {
+            !l.is_empty()
+                && l.len() <= 63
+                && l.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        });
+    if valid {
+        Ok(ascii)
+    } else {
+        Err(format!("`{s}` is not a valid host name"))
+    }
+}
+
+/// Normalise a host as seen in a URL for matching: lower case, no trailing dot, IPv6
+/// without brackets.
+pub fn normalise_host(host: &str) -> String {
+    let h = host
+        .strip_prefix('[')
+        .and_then(|x| x.strip_suffix(']'))
+        .unwrap_or(host);
+    h.trim_end_matches('.').to_ascii_lowercase()
+}
+
+/// A set of host patterns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostSet {
+    patterns: Vec<HostPattern>,
+}
+
+impl HostSet {
+    /// Compile patterns; each bad one is reported as `"{path}[i]: reason"`.
+    pub fn compile(raw: &[String], path: &str, errors: &mut Vec<String>) -> HostSet {
+        let mut patterns = Vec::with_capacity(raw.len());
+        for (i, p) in raw.iter().enumerate() {
+            match HostPattern::parse(p) {
+                Ok(p) => patterns.push(p),
+                Err(e) => errors.push(format!("{path}[{i}]: {e}")),
+            }
+        }
+        HostSet { patterns }
+    }
+
+    /// From already-valid patterns (built-in defaults).
+    pub fn from_patterns(patterns: Vec<HostPattern>) -> HostSet {
+        HostSet { patterns }
+    }
+
+    /// No patterns?
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+
+    /// Does any pattern match the normalised `host`?
+    pub fn matches(&self, host: &str) -> bool {
+        self.patterns.iter().any(|p| p.matches(host))
+    }
+
+    /// The patterns.
+    pub fn patterns(&self) -> &[HostPattern] {
+        &self.patterns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_parse_and_match() {
+        let p = HostPattern::parse("*.Example.COM").expect("wildcard");
+        assert!(p.matches("a.example.com"));
+        assert!(p.matches("a.b.example.com"));
+        assert!(!p.matches("example.com"));
+        assert!(!p.matches("badexample.com"));
+        let p = HostPattern::parse("::1").expect("ipv6");
+        assert!(p.matches(&normalise_host("[::1]")));
+        let p = HostPattern::parse("[::1]").expect("bracketed ipv6");
+        assert_eq!(p, HostPattern::Exact("::1".into()));
+        let p = HostPattern::parse("bücher.example").expect("idna");
+        assert!(p.matches("xn--bcher-kva.example"));
+        assert!(HostPattern::parse("localhost.")
+            .expect("dot")
+            .matches("localhost"));
+    }
+
+    #[test]
+    fn bad_patterns_are_errors() {
+        for bad in [
+            "",
+            "*",
+            "*.com",
+            "a.*.com",
+            "exa mple.com",
+            "https://example.com",
+            "ex*ample.com",
+        ] {
+            assert!(HostPattern::parse(bad).is_err(), "{bad}");
+        }
+        let mut errors = Vec::new();
+        let set = HostSet::compile(
+            &["ok.example".into(), "*".into()],
+            "p.url.denied_hosts",
+            &mut errors,
+        );
+        assert_eq!(set.patterns().len(), 1);
+        assert_eq!(errors.len(), 1);
+        assert!(errors[0].starts_with("p.url.denied_hosts[1]:"));
+    }
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env node
+// elicitgate test peer: MCP client (TypeScript SDK v1, @modelcontextprotocol/sdk) over Streamable HTTP.
+// Legacy era only. Calls one tool, answers every elicitation with --answer, prints exactly one JSON line:
+//   {"ok": true, "result": <first text content, JSON-parsed if JSON>, "elicitations": [...], ...}
+//   {"ok": false, "error": {"code": ..., "message": ..., "data": ...}, "elicitations": [...], ...}
+// Exit status is 0 unless the script itself crashes. See ../README.md.
+
+import { parseArgs } from 'node:util';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+
+const CAPS = {
+  form: { elicitation: { form: {} } },
+  url: { elicitation: { url: {} } },
+  both: { elicitation: { form: {}, url: {} } },
+  empty: { elicitation: {} },
+  none: {},
+};
+
+const { values: opt } = parseArgs({
+  options: {
+    url: { type: 'string' },
+    tool: { type: 'string' },
+    args: { type: 'string' },
+    era: { type: 'string', default: 'legacy' },
+    caps: { type: 'string', default: 'both' },
+    answer: { type: 'string', default: 'accept' },
+    content: { type: 'string' },
+    timeout: { type: 'string', default: '30' },
+  },
+});
+
+const out = { ok: false, elicitations: [], completions: [], notifications: [] };
+let printed = false;
+function finish() {
+  if (printed) return;
+  printed = true;
+  process.stdout.write(JSON.stringify(out) + '\n');
+}
+function bail(message) {
+  out.ok = false;
+  delete out.result;
+  out.error = { code: null, message, data: null, local: true };
+  finish();
+  process.exit(0);
+}
+
+if (!opt.url || !opt.tool) bail('usage: client.mjs --url URL --tool NAME [--args JSON] --era legacy --caps form|url|both|empty|none --answer accept|decline|cancel [--content JSON] [--timeout S]');
+if (opt.era !== 'legacy') bail(`--era ${opt.era}: the TypeScript SDK v1 speaks the legacy era only`);
+if (!(opt.caps in CAPS)) bail(`unknown --caps ${opt.caps}`);
+if (!['accept', 'decline', 'cancel'].includes(opt.answer)) bail(`unknown --answer ${opt.answer}`);
+
+const timeoutMs = Math.round(Number(opt.timeout) * 1000);
+const hard = setTimeout(() => bail(`timeout after ${opt.timeout}s`), timeoutMs);
+
+const caps = CAPS[opt.caps];
+const content = opt.content ? JSON.parse(opt.content) : undefined;
+const toolArgs = opt.args ? JSON.parse(opt.args) : {};
+
+function declared(mode) {
+  const el = caps.elicitation;
+  if (!el) return false;
+  if (mode === 'url') return 'url' in el;
+  return 'form' in el || !('url' in el); // `{}` = form only
+}
+
+function errorJson(e) {
+  if (e instanceof McpError) {
+    const prefix = `MCP error ${e.code}: `;
+    const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
+    return { code: e.code, message, data: e.data ?? null };
+  }
+  if (e instanceof StreamableHTTPError) {
+    // The SDK does not parse a JSON-RPC error carried in a 4xx body; recover it from the message.
+    const m = /Error POSTing to endpoint: (.*)$/s.exec(e.message);
+    if (m) {
+      try {
+        const body = JSON.parse(m[1]);
+        if (body && body.error) return { ...body.error, data: body.error.data ?? null, httpStatus: e.code };
+      } catch { /* not JSON */ }
+    }
+    return { code: null, message: e.message, data: null, httpStatus: e.code, local: true };
+  }
+  return { code: null, message: String(e?.message ?? e), data: null, local: true };
+}
+
+const client = new Client(
+  { name: 'elicitgate-peer-node-client', version: '1.0.0' },
+  { capabilities: caps }, // sent verbatim in initialize
+);
+
+// With no elicitation capability the SDK refuses to register a handler; the server then gets -32601.
+if (caps.elicitation) {
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    const mode = request.params.mode ?? 'form';
+    if (opt.answer === 'accept') {
+      return mode === 'url' ? { action: 'accept' } : { action: 'accept', content: content ?? {} };
+    }
+    return { action: opt.answer };
+  });
+}
+
+const transport = new StreamableHTTPClientTransport(new URL(opt.url));
+
+// Observe the wire: what the server asked (including requests the SDK rejects before our handler
+// runs: undeclared modes -> -32602, no capability -> -32601) and what went back.
+const pending = new Map(); // server request id -> record
+function observeIncoming(msg) {
+  if (!msg || typeof msg !== 'object') return;
+  if (msg.method === 'elicitation/create' && msg.id !== undefined) {
+    const p = msg.params ?? {};
+    const mode = p.mode ?? 'form';
+    const rec = { mode, message: p.message };
+    if (mode === 'url') {
+      rec.url = p.url;
+      if (p.elicitationId !== undefined) rec.elicitationId = p.elicitationId;
+    } else {
+      rec.requestedSchema = p.requestedSchema;
+    }
+    rec.declared = declared(mode);
+    out.elicitations.push(rec);
+    pending.set(msg.id, rec);
+  } else if (msg.method !== undefined && msg.id === undefined) {
+    out.notifications.push(msg.method);
+    if (msg.method === 'notifications/elicitation/complete') out.completions.push(msg.params?.elicitationId);
+  }
+}
+function observeOutgoing(msg) {
+  if (!msg || typeof msg !== 'object' || msg.method !== undefined || msg.id === undefined) return;
+  const rec = pending.get(msg.id);
+  if (!rec) return;
+  pending.delete(msg.id);
+  rec.answer = msg.error ? { error: { code: msg.error.code, message: msg.error.message, data: msg.error.data ?? null } } : msg.result?.action;
+}
+
+async function main() {
+  await client.connect(transport, { timeout: timeoutMs });
+  const onmessage = transport.onmessage;
+  transport.onmessage = (msg, extra) => { observeIncoming(msg); onmessage?.(msg, extra); };
+  const send = transport.send.bind(transport);
+  transport.send = async (msg, options) => { observeOutgoing(msg); return send(msg, options); };
+  out.protocolVersion = transport.protocolVersion ?? null;
+
+  try {
+    const result = await client.callTool({ name: opt.tool, arguments: toolArgs }, undefined, { timeout: timeoutMs });
+    const first = (result.content ?? []).find((c) => c.type === 'text');
+    let parsed = first ? first.text : null;
+    try { if (first) parsed = JSON.parse(first.text); } catch { /* keep text */ }
+    out.ok = true;
+    out.result = parsed;
+    if (result.isError) out.isError = true;
+  } catch (e) {
+    out.ok = false;
+    out.error = errorJson(e);
+  }
+}
+
+try {
+  await main();
+} catch (e) {
+  out.ok = false;
+  out.error = errorJson(e);
+}
+try { if (transport.sessionId) await transport.terminateSession(); } catch { /* best effort */ }
+try { await client.close(); } catch { /* best effort */ }
+clearTimeout(hard);
+finish();
+process.exit(0);

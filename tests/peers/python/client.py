@@ -1,0 +1,218 @@
+#!/usr/bin/env python3
+"""elicitgate test peer: MCP client (Python SDK `mcp`) over Streamable HTTP.
+
+Calls one tool, answers every elicitation with --answer, prints exactly one JSON line:
+  {"ok": true, "result": <first text content, JSON-parsed if JSON>, "elicitations": [...], ...}
+  {"ok": false, "error": {"code": ..., "message": ..., "data": ...}, "elicitations": [...], ...}
+Exit status is 0 unless the script itself crashes. See ../README.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp import Client
+from mcp.client.session import ClientRequestContext
+from mcp.shared.exceptions import MCPError
+
+CAPS: dict[str, dict[str, Any]] = {
+    "form": {"elicitation": {"form": {}}},
+    "url": {"elicitation": {"url": {}}},
+    "both": {"elicitation": {"form": {}, "url": {}}},
+    "empty": {"elicitation": {}},
+    "none": {},
+}
+
+ERA_MODE = {"legacy": "legacy", "modern": "2026-07-28", "auto": "auto"}
+
+
+def emit(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def declared(caps: dict[str, Any], mode: str) -> bool:
+    el = caps.get("elicitation")
+    if el is None:
+        return False
+    if mode == "url":
+        return "url" in el
+    return "form" in el or "url" not in el  # `{}` = form only
+
+
+def error_json(err: types.ErrorData | MCPError) -> dict[str, Any]:
+    e = err.error if isinstance(err, MCPError) else err
+    return {"code": e.code, "message": e.message, "data": e.data}
+
+
+def find_mcp_error(exc: BaseException) -> MCPError | None:
+    if isinstance(exc, MCPError):
+        return exc
+    if isinstance(getattr(exc, "exceptions", None), (list, tuple)):  # (Base)ExceptionGroup
+        for sub in exc.exceptions:  # type: ignore[attr-defined]
+            found = find_mcp_error(sub)
+            if found is not None:
+                return found
+    return None
+
+
+def leaf(exc: BaseException) -> BaseException:
+    while isinstance(getattr(exc, "exceptions", None), (list, tuple)) and exc.exceptions:  # type: ignore[attr-defined]
+        exc = exc.exceptions[0]  # type: ignore[attr-defined]
+    return exc
+
+
+class CapsClient(Client):
+    """`Client` whose capability ad is exactly `forced_caps`.
+
+    The SDK derives the ad from which callbacks are set: with an elicitation callback it
+    always declares `{"elicitation": {"form": {}, "url": {}}}`, without one nothing.
+    """
+
+    forced_caps: dict[str, Any] = {}
+
+    async def _build_session(self, exit_stack: Any) -> Any:  # noqa: D401 - SDK hook
+        session = await super()._build_session(exit_stack)
+        caps = types.ClientCapabilities.model_validate(self.forced_caps)
+        session._build_capabilities = lambda _version: caps  # type: ignore[method-assign]
+        return session
+
+
+async def run(args: argparse.Namespace, out: dict[str, Any]) -> None:
+    caps = CAPS[args.caps]
+    content = json.loads(args.content) if args.content else None
+    tool_args = json.loads(args.args) if args.args else {}
+    elicitations: list[dict[str, Any]] = out["elicitations"]
+    completions: list[str] = out["completions"]
+    refusals: list[types.ErrorData] = []
+
+    async def on_elicit(ctx: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult | types.ErrorData:
+        mode = getattr(params, "mode", None) or "form"
+        rec: dict[str, Any] = {"mode": mode, "message": params.message}
+        if isinstance(params, types.ElicitRequestURLParams):
+            rec["url"] = params.url
+            if params.elicitation_id is not None:
+                rec["elicitationId"] = params.elicitation_id
+        else:
+            rec["requestedSchema"] = params.requested_schema
+        rec["declared"] = declared(caps, mode)
+        elicitations.append(rec)
+        if "elicitation" not in caps:
+            # Same answer the SDK's default callback gives when no elicitation support is configured.
+            err = types.ErrorData(code=types.INVALID_REQUEST, message="Elicitation not supported")
+        elif not rec["declared"]:
+            # 2025-11-25: a client MUST answer an undeclared mode with -32602.
+            err = types.ErrorData(code=types.INVALID_PARAMS, message=f"Client does not support {mode}-mode elicitation requests")
+        else:
+            err = None
+        if err is not None:
+            rec["answer"] = {"error": error_json(err)}
+            refusals.append(err)
+            return err
+        rec["answer"] = args.answer
+        if args.answer == "accept":
+            if mode == "url":
+                return types.ElicitResult(action="accept")
+            return types.ElicitResult(action="accept", content=content if content is not None else {})
+        return types.ElicitResult(action=args.answer)
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ElicitCompleteNotification):
+            completions.append(message.params.elicitation_id)
+        if not isinstance(message, Exception):
+            out["notifications"].append(getattr(message, "method", type(message).__name__))
+        if isinstance(message, Exception):
+            out.setdefault("transportErrors", []).append(f"{type(message).__name__}: {message}")
+
+    CapsClient.forced_caps = caps
+    client = CapsClient(
+        args.url,
+        mode=ERA_MODE[args.era],
+        elicitation_callback=on_elicit,
+        message_handler=on_message,
+        client_info=types.Implementation(name="elicitgate-peer-python-client", version="1.0.0"),
+        read_timeout_seconds=args.timeout,
+        cache=None,
+    )
+    try:
+        async with client:
+            out["protocolVersion"] = client.protocol_version
+            result = await client.call_tool(args.tool, tool_args)
+            text = next((c.text for c in result.content if isinstance(c, types.TextContent)), None)
+            try:
+                parsed: Any = json.loads(text) if text is not None else None
+            except ValueError:
+                parsed = text
+            out["ok"] = True
+            out["result"] = parsed
+            if result.is_error:
+                out["isError"] = True
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the JSON line
+        mcp_err = find_mcp_error(exc)
+        out["ok"] = False
+        if mcp_err is not None:
+            out["error"] = error_json(mcp_err)
+            # On 2026-07-28 a refused input request never reaches the server: the SDK raises it locally.
+            if any(r.code == mcp_err.error.code and r.message == mcp_err.error.message for r in refusals):
+                out["error"]["local"] = True
+        else:
+            root = leaf(exc)
+            out["error"] = {"code": None, "message": f"{type(root).__name__}: {root}", "data": None, "local": True}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--tool", required=True)
+    ap.add_argument("--args", default=None, help="tool arguments as a JSON object")
+    ap.add_argument("--era", choices=sorted(ERA_MODE), default="legacy",
+                    help="legacy = initialize handshake; modern = pin 2026-07-28 (stateless, MRTR); auto = probe")
+    ap.add_argument("--caps", choices=sorted(CAPS), default="both")
+    ap.add_argument("--answer", choices=["accept", "decline", "cancel"], default="accept")
+    ap.add_argument("--content", default=None, help="JSON object sent as content on a form accept")
+    ap.add_argument("--timeout", type=float, default=30.0, help="overall timeout in seconds")
+    args = ap.parse_args()
+
+    out: dict[str, Any] = {"ok": False, "elicitations": [], "completions": [], "notifications": []}
+    lock = threading.Lock()
+    printed = False
+
+    def finish(obj: dict[str, Any]) -> None:
+        nonlocal printed
+        with lock:
+            if not printed:
+                printed = True
+                emit(obj)
+
+    def hard_timeout(*_: Any) -> None:  # backstop if cancellation itself hangs
+        out["ok"] = False
+        out["error"] = {"code": None, "message": f"hard timeout after {args.timeout + 5}s", "data": None, "local": True}
+        finish(out)
+        os._exit(0)
+
+    signal.signal(signal.SIGALRM, hard_timeout)
+    signal.alarm(int(args.timeout) + 5)
+
+    async def bounded() -> None:
+        with anyio.move_on_after(args.timeout) as scope:
+            await run(args, out)
+        if scope.cancelled_caught:
+            out["ok"] = False
+            out["error"] = {"code": None, "message": f"timeout after {args.timeout}s", "data": None, "local": True}
+            out.pop("result", None)
+
+    anyio.run(bounded)
+    signal.alarm(0)
+    finish(out)
+
+
+if __name__ == "__main__":
+    main()
