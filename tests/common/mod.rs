@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod peers;
+
 use bytes::Bytes;
 use elicitgate::settings::Settings;
 use http::{HeaderMap, Request, Response, StatusCode};
@@ -154,14 +156,65 @@ impl SseSource {
     }
 }
 
-/// Starts the gateway from a YAML configuration; `{upstream}` in the text is replaced.
-pub async fn gateway(yaml: &str) -> elicitgate::Running {
-    gateway_in(yaml, Path::new(".")).await
+/// A gateway under test, with its audit events captured in memory.
+pub struct TestGateway {
+    pub addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    running: elicitgate::Running,
+    audit: Mutex<std::sync::mpsc::Receiver<String>>,
+    seen_audit: Mutex<Vec<serde_json::Value>>,
 }
 
-pub async fn gateway_in(yaml: &str, base: &Path) -> elicitgate::Running {
+impl TestGateway {
+    pub fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+
+    /// Every audit event written so far (waits briefly for the writer).
+    pub async fn audit(&self) -> Vec<serde_json::Value> {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let mut seen = self.seen_audit.lock().unwrap();
+        let rx = self.audit.lock().unwrap();
+        seen.extend(rx.try_iter().map(|l| serde_json::from_str::<serde_json::Value>(&l).unwrap()));
+        seen.clone()
+    }
+
+    /// Audit events of one kind.
+    pub async fn audit_of(&self, event: &str) -> Vec<serde_json::Value> {
+        self.audit().await.into_iter().filter(|e| e["event"] == event).collect()
+    }
+
+    pub async fn shutdown(self) {
+        self.running.shutdown().await;
+    }
+}
+
+/// Starts the gateway from a YAML configuration.
+pub async fn gateway(yaml: &str) -> TestGateway {
+    gateway_in(yaml, Path::new("."), None).await
+}
+
+/// Starts the gateway; `config_path` enables hot reload of that file.
+pub async fn gateway_in(yaml: &str, base: &Path, config_path: Option<std::path::PathBuf>) -> TestGateway {
     let settings = Settings::from_yaml(yaml, base).unwrap_or_else(|e| panic!("{e}"));
-    elicitgate::start(settings).await.unwrap()
+    let dropped = prometheus::IntCounter::new("test_dropped", "test").unwrap();
+    let (sink, rx) = elicitgate::audit::sink::AuditSink::memory(dropped);
+    let running = elicitgate::start_with(
+        settings,
+        elicitgate::Options {
+            config_path,
+            audit_sink: Some(sink),
+        },
+    )
+    .await
+    .unwrap();
+    TestGateway {
+        addr: running.addr,
+        admin_addr: running.admin_addr,
+        running,
+        audit: Mutex::new(rx),
+        seen_audit: Mutex::new(Vec::new()),
+    }
 }
 
 /// A minimal configuration with one route `/mcp` → `upstream`.
