@@ -26,7 +26,9 @@ async fn call(
     let gw = gateway(&config_for(&srv.url(), policy_yaml)).await;
     let url = gw.url();
     let content = content.map(|c| c.to_string());
-    let mut args = vec!["--url", &url, "--tool", tool, "--era", "legacy", "--caps", caps, "--answer", answer];
+    let mut args = vec![
+        "--url", &url, "--tool", tool, "--era", "legacy", "--caps", caps, "--answer", answer,
+    ];
     if let Some(c) = &content {
         args.extend(["--content", c]);
     }
@@ -49,10 +51,19 @@ fn staging() -> Option<Value> {
 /// The client never saw an elicitation, and the server was told which rules blocked it.
 fn assert_blocked(out: &Value, rule: &str) {
     assert_eq!(out["ok"], true, "{out}");
-    assert_eq!(out["elicitations"].as_array().map(Vec::len), Some(0), "reached the user: {out}");
+    assert_eq!(
+        out["elicitations"].as_array().map(Vec::len),
+        Some(0),
+        "reached the user: {out}"
+    );
     let error = &out["result"]["error"];
     assert_eq!(error["code"], -32602, "{out}");
-    let rules: Vec<&str> = error["data"]["rules"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let rules: Vec<&str> = error["data"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
     assert!(rules.contains(&rule), "{rule} not in {rules:?}: {out}");
 }
 
@@ -63,7 +74,10 @@ async fn form_accept_reaches_the_server_unchanged_for_every_sdk_pair() {
         assert_eq!(out["ok"], true, "{s:?}/{c:?}: {out}");
         assert_eq!(out["elicitations"].as_array().unwrap().len(), 1, "{out}");
         assert_eq!(out["result"]["action"], "accept", "{s:?}/{c:?}: {out}");
-        assert_eq!(out["result"]["content"], json!({"env": "staging", "confirm": true}));
+        assert_eq!(
+            out["result"]["content"],
+            json!({"env": "staging", "confirm": true})
+        );
         let answered = gw.audit_of("elicitation.answered").await;
         assert_eq!(answered.len(), 1, "{s:?}/{c:?}");
         assert_eq!(answered[0]["action"], "accept");
@@ -78,7 +92,9 @@ async fn decline_and_cancel_are_passed_and_counted() {
             let (out, gw) = call(s, c, IGNORE_CAPS, "", "deploy", "both", action, None).await;
             assert_eq!(out["result"]["action"], action, "{s:?}: {out}");
             let m = metrics(gw.admin_addr).await;
-            let line = format!(r#"elicitgate_answers_total{{action="{action}",mode="form",route="demo"}} 1"#);
+            let line = format!(
+                r#"elicitgate_answers_total{{action="{action}",mode="form",route="demo"}} 1"#
+            );
             assert!(m.contains(&line), "{line} missing:\n{m}");
             gw.shutdown().await;
         }
@@ -98,10 +114,30 @@ async fn initialise_form_only_blocks_url_mode() {
 
 #[tokio::test]
 async fn initialise_url_only_blocks_forms_and_allows_urls() {
-    let (out, gw) = call(Sdk::Python, Sdk::Python, IGNORE_CAPS, "", "deploy", "url", "accept", staging()).await;
+    let (out, gw) = call(
+        Sdk::Python,
+        Sdk::Python,
+        IGNORE_CAPS,
+        "",
+        "deploy",
+        "url",
+        "accept",
+        staging(),
+    )
+    .await;
     assert_blocked(&out, "mode.undeclared");
     gw.shutdown().await;
-    let (out, gw) = call(Sdk::Node, Sdk::Node, IGNORE_CAPS, "", "connect_ok", "url", "accept", None).await;
+    let (out, gw) = call(
+        Sdk::Node,
+        Sdk::Node,
+        IGNORE_CAPS,
+        "",
+        "connect_ok",
+        "url",
+        "accept",
+        None,
+    )
+    .await;
     assert_eq!(out["result"]["action"], "accept", "{out}");
     gw.shutdown().await;
 }
@@ -121,7 +157,11 @@ async fn initialise_with_both_modes_allows_url_and_forwards_its_completion() {
         let (out, gw) = call(s, c, IGNORE_CAPS, "", "connect_ok", "both", "accept", None).await;
         assert_eq!(out["result"]["action"], "accept", "{s:?}: {out}");
         let eid = out["result"]["elicitationId"].as_str().unwrap();
-        assert_eq!(out["completions"], json!([eid]), "{s:?}: completion forwarded: {out}");
+        assert_eq!(
+            out["completions"],
+            json!([eid]),
+            "{s:?}: completion forwarded: {out}"
+        );
         assert_eq!(gw.audit_of("elicitation.completed").await.len(), 1);
         gw.shutdown().await;
     }
@@ -131,7 +171,17 @@ async fn initialise_with_both_modes_allows_url_and_forwards_its_completion() {
 async fn secret_forms_are_blocked_whatever_the_field_is_called() {
     for (s, c) in [(Sdk::Python, Sdk::Python), (Sdk::Node, Sdk::Node)] {
         for tool in ["login", "api_key"] {
-            let (out, gw) = call(s, c, IGNORE_CAPS, "", tool, "both", "accept", Some(json!({"password": "hunter2", "api_key": "sk-test"}))).await;
+            let (out, gw) = call(
+                s,
+                c,
+                IGNORE_CAPS,
+                "",
+                tool,
+                "both",
+                "accept",
+                Some(json!({"password": "hunter2", "api_key": "sk-test"})),
+            )
+            .await;
             assert_blocked(&out, "form.secret");
             gw.shutdown().await;
         }
@@ -143,14 +193,41 @@ async fn secret_forms_are_blocked_whatever_the_field_is_called() {
     let srv = server(Sdk::Node, IGNORE_CAPS).await;
     let gw = gateway(&config_for(&srv.url(), "")).await;
     let url = gw.url();
-    let out = client(Sdk::Node, &["--url", &url, "--tool", "elicit_raw", "--args", &raw, "--era", "legacy", "--caps", "both", "--answer", "accept"]).await;
+    let out = client(
+        Sdk::Node,
+        &[
+            "--url",
+            &url,
+            "--tool",
+            "elicit_raw",
+            "--args",
+            &raw,
+            "--era",
+            "legacy",
+            "--caps",
+            "both",
+            "--answer",
+            "accept",
+        ],
+    )
+    .await;
     assert_blocked(&out, "form.secret");
     gw.shutdown().await;
 }
 
 #[tokio::test]
 async fn benign_seed_forms_pass() {
-    let (out, gw) = call(Sdk::Python, Sdk::Node, IGNORE_CAPS, "", "github_user", "form", "accept", Some(json!({"username": "octocat"}))).await;
+    let (out, gw) = call(
+        Sdk::Python,
+        Sdk::Node,
+        IGNORE_CAPS,
+        "",
+        "github_user",
+        "form",
+        "accept",
+        Some(json!({"username": "octocat"})),
+    )
+    .await;
     assert_eq!(out["result"]["action"], "accept", "{out}");
     assert_eq!(out["result"]["content"]["username"], "octocat");
     gw.shutdown().await;
@@ -159,7 +236,17 @@ async fn benign_seed_forms_pass() {
 #[tokio::test]
 async fn url_mode_links_to_http_or_with_pii_are_blocked() {
     for (s, c) in [(Sdk::Python, Sdk::Python), (Sdk::Node, Sdk::Node)] {
-        let (out, gw) = call(s, c, IGNORE_CAPS, "", "connect_http", "both", "accept", None).await;
+        let (out, gw) = call(
+            s,
+            c,
+            IGNORE_CAPS,
+            "",
+            "connect_http",
+            "both",
+            "accept",
+            None,
+        )
+        .await;
         assert_blocked(&out, "url.scheme");
         gw.shutdown().await;
         let (out, gw) = call(s, c, IGNORE_CAPS, "", "connect_pii", "both", "accept", None).await;
@@ -180,7 +267,24 @@ async fn punycode_host_substitution_is_blocked() {
     let srv = server(Sdk::Node, IGNORE_CAPS).await;
     let gw = gateway(&config_for(&srv.url(), "")).await;
     let url = gw.url();
-    let out = client(Sdk::Node, &["--url", &url, "--tool", "elicit_raw", "--args", &raw, "--era", "legacy", "--caps", "both", "--answer", "accept"]).await;
+    let out = client(
+        Sdk::Node,
+        &[
+            "--url",
+            &url,
+            "--tool",
+            "elicit_raw",
+            "--args",
+            &raw,
+            "--era",
+            "legacy",
+            "--caps",
+            "both",
+            "--answer",
+            "accept",
+        ],
+    )
+    .await;
     assert_blocked(&out, "url.host");
     gw.shutdown().await;
 }
@@ -193,7 +297,24 @@ async fn schema_outside_the_restricted_subset_is_rejected() {
     let srv = server(Sdk::Node, IGNORE_CAPS).await;
     let gw = gateway(&config_for(&srv.url(), "")).await;
     let url = gw.url();
-    let out = client(Sdk::Node, &["--url", &url, "--tool", "elicit_raw", "--args", &raw, "--era", "legacy", "--caps", "both", "--answer", "accept"]).await;
+    let out = client(
+        Sdk::Node,
+        &[
+            "--url",
+            &url,
+            "--tool",
+            "elicit_raw",
+            "--args",
+            &raw,
+            "--era",
+            "legacy",
+            "--caps",
+            "both",
+            "--answer",
+            "accept",
+        ],
+    )
+    .await;
     assert_blocked(&out, "form.schema");
     gw.shutdown().await;
 }
@@ -201,7 +322,17 @@ async fn schema_outside_the_restricted_subset_is_rejected() {
 #[tokio::test]
 async fn mode_omitted_is_treated_as_form() {
     // The Python server sends no `mode` for its forms; a URL-only client must not get one.
-    let (out, gw) = call(Sdk::Python, Sdk::Python, IGNORE_CAPS, "", "github_user", "url", "accept", Some(json!({"username": "octocat"}))).await;
+    let (out, gw) = call(
+        Sdk::Python,
+        Sdk::Python,
+        IGNORE_CAPS,
+        "",
+        "github_user",
+        "url",
+        "accept",
+        Some(json!({"username": "octocat"})),
+    )
+    .await;
     assert_blocked(&out, "mode.undeclared");
     gw.shutdown().await;
 }
@@ -211,10 +342,30 @@ async fn on_block_decline_answers_the_server_with_a_decline() {
     let policy = "policies:\n  soft:\n    on_block: decline\n";
     let yaml_routes = "policy: soft";
     let srv = server(Sdk::Python, IGNORE_CAPS).await;
-    let yaml = config_for(&srv.url(), policy).replace("    upstream:", &format!("    {yaml_routes}\n    upstream:"));
+    let yaml = config_for(&srv.url(), policy).replace(
+        "    upstream:",
+        &format!("    {yaml_routes}\n    upstream:"),
+    );
     let gw = gateway(&yaml).await;
     let url = gw.url();
-    let out = client(Sdk::Python, &["--url", &url, "--tool", "login", "--era", "legacy", "--caps", "both", "--answer", "accept", "--content", r#"{"password":"x"}"#]).await;
+    let out = client(
+        Sdk::Python,
+        &[
+            "--url",
+            &url,
+            "--tool",
+            "login",
+            "--era",
+            "legacy",
+            "--caps",
+            "both",
+            "--answer",
+            "accept",
+            "--content",
+            r#"{"password":"x"}"#,
+        ],
+    )
+    .await;
     assert_eq!(out["elicitations"].as_array().unwrap().len(), 0, "{out}");
     assert_eq!(out["result"]["action"], "decline", "{out}");
     gw.shutdown().await;
@@ -223,13 +374,30 @@ async fn on_block_decline_answers_the_server_with_a_decline() {
 #[tokio::test]
 async fn an_answer_that_does_not_fit_the_schema_is_refused_and_the_server_is_told() {
     for (s, c) in [(Sdk::Python, Sdk::Python), (Sdk::Node, Sdk::Node)] {
-        let (out, gw) = call(s, c, IGNORE_CAPS, "", "deploy", "both", "accept", Some(json!({"env": "moon"}))).await;
+        let (out, gw) = call(
+            s,
+            c,
+            IGNORE_CAPS,
+            "",
+            "deploy",
+            "both",
+            "accept",
+            Some(json!({"env": "moon"})),
+        )
+        .await;
         // The server is not left waiting: it got the gateway's error naming the rule.
         let error = &out["result"]["error"];
-        assert_eq!(error["data"]["rules"], json!(["response.invalid"]), "{s:?}/{c:?}: {out}");
+        assert_eq!(
+            error["data"]["rules"],
+            json!(["response.invalid"]),
+            "{s:?}/{c:?}: {out}"
+        );
         let rejected = gw.audit_of("answer.rejected").await;
         assert_eq!(rejected.len(), 1);
-        assert!(!rejected[0].to_string().contains("moon"), "answer values never in audit");
+        assert!(
+            !rejected[0].to_string().contains("moon"),
+            "answer values never in audit"
+        );
         gw.shutdown().await;
     }
 }
@@ -240,8 +408,42 @@ async fn tools_without_elicitation_return_their_result_unchanged() {
         let srv = server(s, &[]).await;
         let gw = gateway(&config_for(&srv.url(), "")).await;
         let url = gw.url();
-        let direct = client(c, &["--url", &srv.url(), "--tool", "echo", "--args", r#"{"text":"héllo <b>"}"#, "--era", "legacy", "--caps", "both", "--answer", "accept"]).await;
-        let through = client(c, &["--url", &url, "--tool", "echo", "--args", r#"{"text":"héllo <b>"}"#, "--era", "legacy", "--caps", "both", "--answer", "accept"]).await;
+        let direct = client(
+            c,
+            &[
+                "--url",
+                &srv.url(),
+                "--tool",
+                "echo",
+                "--args",
+                r#"{"text":"héllo <b>"}"#,
+                "--era",
+                "legacy",
+                "--caps",
+                "both",
+                "--answer",
+                "accept",
+            ],
+        )
+        .await;
+        let through = client(
+            c,
+            &[
+                "--url",
+                &url,
+                "--tool",
+                "echo",
+                "--args",
+                r#"{"text":"héllo <b>"}"#,
+                "--era",
+                "legacy",
+                "--caps",
+                "both",
+                "--answer",
+                "accept",
+            ],
+        )
+        .await;
         assert_eq!(through["result"], direct["result"], "{s:?}/{c:?}");
         assert_eq!(through["result"], "héllo <b>");
         gw.shutdown().await;
@@ -255,13 +457,39 @@ async fn capability_shaping_keeps_a_compliant_server_from_asking_a_disallowed_mo
     let policy = "policies:\n  forms:\n    modes: { form: true, url: false }\n";
     for s in [Sdk::Python, Sdk::Node] {
         let srv = server(s, &[]).await;
-        let yaml = config_for(&srv.url(), policy).replace("    upstream:", "    policy: forms\n    upstream:");
+        let yaml = config_for(&srv.url(), policy)
+            .replace("    upstream:", "    policy: forms\n    upstream:");
         let gw = gateway(&yaml).await;
         let url = gw.url();
-        let out = client(s, &["--url", &url, "--tool", "connect_ok", "--era", "legacy", "--caps", "both", "--answer", "accept"]).await;
-        assert_eq!(out["elicitations"].as_array().map(Vec::len), Some(0), "{s:?}: {out}");
-        assert_eq!(out["result"]["error"]["local"], true, "{s:?}: the server refused on its own: {out}");
-        assert!(gw.audit_of("elicitation.blocked").await.is_empty(), "nothing needed blocking");
+        let out = client(
+            s,
+            &[
+                "--url",
+                &url,
+                "--tool",
+                "connect_ok",
+                "--era",
+                "legacy",
+                "--caps",
+                "both",
+                "--answer",
+                "accept",
+            ],
+        )
+        .await;
+        assert_eq!(
+            out["elicitations"].as_array().map(Vec::len),
+            Some(0),
+            "{s:?}: {out}"
+        );
+        assert_eq!(
+            out["result"]["error"]["local"], true,
+            "{s:?}: the server refused on its own: {out}"
+        );
+        assert!(
+            gw.audit_of("elicitation.blocked").await.is_empty(),
+            "nothing needed blocking"
+        );
         gw.shutdown().await;
     }
 }

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod peers;
+pub mod scripted;
 
 use bytes::Bytes;
 use elicitgate::settings::Settings;
@@ -175,13 +176,20 @@ impl TestGateway {
         tokio::time::sleep(Duration::from_millis(50)).await;
         let mut seen = self.seen_audit.lock().unwrap();
         let rx = self.audit.lock().unwrap();
-        seen.extend(rx.try_iter().map(|l| serde_json::from_str::<serde_json::Value>(&l).unwrap()));
+        seen.extend(
+            rx.try_iter()
+                .map(|l| serde_json::from_str::<serde_json::Value>(&l).unwrap()),
+        );
         seen.clone()
     }
 
     /// Audit events of one kind.
     pub async fn audit_of(&self, event: &str) -> Vec<serde_json::Value> {
-        self.audit().await.into_iter().filter(|e| e["event"] == event).collect()
+        self.audit()
+            .await
+            .into_iter()
+            .filter(|e| e["event"] == event)
+            .collect()
     }
 
     pub async fn shutdown(self) {
@@ -195,7 +203,11 @@ pub async fn gateway(yaml: &str) -> TestGateway {
 }
 
 /// Starts the gateway; `config_path` enables hot reload of that file.
-pub async fn gateway_in(yaml: &str, base: &Path, config_path: Option<std::path::PathBuf>) -> TestGateway {
+pub async fn gateway_in(
+    yaml: &str,
+    base: &Path,
+    config_path: Option<std::path::PathBuf>,
+) -> TestGateway {
     let settings = Settings::from_yaml(yaml, base).unwrap_or_else(|e| panic!("{e}"));
     let dropped = prometheus::IntCounter::new("test_dropped", "test").unwrap();
     let (sink, rx) = elicitgate::audit::sink::AuditSink::memory(dropped);

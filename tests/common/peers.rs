@@ -24,7 +24,9 @@ fn python() -> PathBuf {
 
 fn node_checked() -> &'static str {
     assert!(
-        peers().join("node/node_modules/@modelcontextprotocol/sdk").exists(),
+        peers()
+            .join("node/node_modules/@modelcontextprotocol/sdk")
+            .exists(),
         "TypeScript SDK peers not installed: run .ci/run (or see tests/peers/README.md)"
     );
     "node"
@@ -88,7 +90,10 @@ pub async fn server(sdk: Sdk, args: &[&str]) -> PeerServer {
     })
     .await
     .expect("SDK server did not become ready");
-    PeerServer { port, _child: child }
+    PeerServer {
+        port,
+        _child: child,
+    }
 }
 
 /// Runs an SDK client to completion and returns its one JSON output line.
@@ -100,11 +105,15 @@ pub async fn client(sdk: Sdk, args: &[&str]) -> Value {
         .expect("SDK client did not finish")
         .expect("run SDK client");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    let line = stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
-        panic!(
-            "{sdk:?} client printed no JSON line; stderr:\n{}",
-            String::from_utf8_lossy(&output.stderr)
-        )
-    });
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| {
+            panic!(
+                "{sdk:?} client printed no JSON line; stderr:\n{}",
+                String::from_utf8_lossy(&output.stderr)
+            )
+        });
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
