@@ -25,6 +25,8 @@ const ANSWER_BUCKETS: &[f64] = &[
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
+    /// Family names without the prefix, in registration order.
+    names: Vec<String>,
     /// Requests answered, by route, HTTP method, MCP method and status.
     pub requests: IntCounterVec,
     /// Time from request arrival to response head.
@@ -65,108 +67,192 @@ pub struct Metrics {
     pub audit_events_dropped: IntCounter,
 }
 
-fn counter(registry: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
-    let family =
-        IntCounterVec::new(Opts::new(name, help), labels).expect("static metric definition");
-    registry
-        .register(Box::new(family.clone()))
-        .expect("metric names are unique");
-    family
+/// A registry that remembers the names registered in it.
+struct Families {
+    registry: Registry,
+    names: Vec<String>,
 }
 
-fn histogram(
-    registry: &Registry,
-    name: &str,
-    help: &str,
-    labels: &[&str],
-    buckets: &[f64],
-) -> HistogramVec {
-    let family = HistogramVec::new(
-        HistogramOpts::new(name, help).buckets(buckets.to_vec()),
-        labels,
-    )
-    .expect("static metric definition");
-    registry
-        .register(Box::new(family.clone()))
-        .expect("metric names are unique");
-    family
-}
+impl Families {
+    fn register<C: prometheus::core::Collector + Clone + 'static>(
+        &mut self,
+        name: &str,
+        c: C,
+    ) -> C {
+        self.registry
+            .register(Box::new(c.clone()))
+            .expect("metric names are unique");
+        self.names.push(name.to_owned());
+        c
+    }
 
-fn gauge(registry: &Registry, name: &str, help: &str) -> IntGauge {
-    let g = IntGauge::new(name, help).expect("static metric definition");
-    registry
-        .register(Box::new(g.clone()))
-        .expect("metric names are unique");
-    g
+    fn counter(&mut self, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+        let family =
+            IntCounterVec::new(Opts::new(name, help), labels).expect("static metric definition");
+        self.register(name, family)
+    }
+
+    fn histogram(
+        &mut self,
+        name: &str,
+        help: &str,
+        labels: &[&str],
+        buckets: &[f64],
+    ) -> HistogramVec {
+        let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
+        let family = HistogramVec::new(opts, labels).expect("static metric definition");
+        self.register(name, family)
+    }
+
+    fn gauge(&mut self, name: &str, help: &str) -> IntGauge {
+        let gauge = IntGauge::new(name, help).expect("static metric definition");
+        self.register(name, gauge)
+    }
 }
 
 impl Metrics {
-    /// Builds every family in a fresh registry (so each test gets its own).
+    /// Builds every family in a fresh registry (so each test gets its own). Definitions are
+    /// static; the `expect`s can only fire on a programming error, at startup.
     pub fn new() -> Self {
         let registry =
             Registry::new_custom(Some("elicitgate".into()), None).expect("static prefix is valid");
-        let r = &registry;
-        let sse_streams_open = IntGaugeVec::new(
-            Opts::new(
-                "sse_streams_open",
-                "SSE responses currently relayed to clients.",
-            ),
-            &["route"],
-        )
-        .expect("static metric definition");
-        registry
-            .register(Box::new(sse_streams_open.clone()))
-            .expect("metric names are unique");
-        let build_info = GaugeVec::new(
-            Opts::new("build_info", "Build information; the value is always 1."),
-            &["version"],
-        )
-        .expect("static metric definition");
+        let mut f = Families {
+            registry,
+            names: Vec::new(),
+        };
+        let sse_streams_open = f.register(
+            "sse_streams_open",
+            IntGaugeVec::new(
+                Opts::new(
+                    "sse_streams_open",
+                    "SSE responses currently relayed to clients.",
+                ),
+                &["route"],
+            )
+            .expect("static metric definition"),
+        );
+        let build_info = f.register(
+            "build_info",
+            GaugeVec::new(
+                Opts::new("build_info", "Build information; the value is always 1."),
+                &["version"],
+            )
+            .expect("static metric definition"),
+        );
         build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION")])
             .set(1.0);
-        registry
-            .register(Box::new(build_info))
-            .expect("metric names are unique");
-        let policy_last_reload_timestamp = Gauge::new(
+        let policy_last_reload_timestamp = f.register(
             "policy_last_reload_timestamp_seconds",
-            "Unix time of the last successful configuration (re)load.",
-        )
-        .expect("static metric definition");
-        registry
-            .register(Box::new(policy_last_reload_timestamp.clone()))
-            .expect("metric names are unique");
-        let audit_events_dropped = IntCounter::new(
+            Gauge::new(
+                "policy_last_reload_timestamp_seconds",
+                "Unix time of the last successful configuration (re)load.",
+            )
+            .expect("static metric definition"),
+        );
+        let audit_events_dropped = f.register(
             "audit_events_dropped_total",
-            "Audit events dropped because the audit writer could not keep up.",
-        )
-        .expect("static metric definition");
-        registry
-            .register(Box::new(audit_events_dropped.clone()))
-            .expect("metric names are unique");
-
+            IntCounter::new(
+                "audit_events_dropped_total",
+                "Audit events dropped because the audit writer could not keep up.",
+            )
+            .expect("static metric definition"),
+        );
         Self {
-            requests: counter(r, "requests_total", "Client requests answered, by route, HTTP method, MCP method and HTTP status.", &["route", "http_method", "mcp_method", "status"]),
-            request_duration: histogram(r, "request_duration_seconds", "Time from a client request's arrival to its response head.", &["route", "http_method"], LATENCY_BUCKETS),
-            upstream_errors: counter(r, "upstream_errors_total", "Upstream failures by route and reason.", &["route", "reason"]),
+            requests: f.counter(
+                "requests_total",
+                "Client requests answered, by route, HTTP method, MCP method and HTTP status.",
+                &["route", "http_method", "mcp_method", "status"],
+            ),
+            request_duration: f.histogram(
+                "request_duration_seconds",
+                "Time from a client request's arrival to its response head.",
+                &["route", "http_method"],
+                LATENCY_BUCKETS,
+            ),
+            upstream_errors: f.counter(
+                "upstream_errors_total",
+                "Upstream failures by route and reason.",
+                &["route", "reason"],
+            ),
             sse_streams_open,
-            sse_events: counter(r, "sse_events_total", "SSE events relayed to clients.", &["route"]),
-            elicitations: counter(r, "elicitations_total", "Elicitations judged, by route, mode and verdict (allow, deny, audit).", &["route", "mode", "verdict"]),
-            rule_matches: counter(r, "rule_matches_total", "Policy rule matches, by route, rule id and action (deny, audit).", &["route", "rule", "action"]),
-            answers: counter(r, "answers_total", "Elicitation answers passed to servers, by route, mode and action (accept, decline, cancel, error).", &["route", "mode", "action"]),
-            time_to_answer: histogram(r, "time_to_answer_seconds", "Time from an elicitation reaching the client to the client's answer.", &["route", "mode"], ANSWER_BUCKETS),
-            repeated_prompts: counter(r, "repeated_prompts_total", "Elicitations asked again within the repeat window after a decline or cancel.", &["route"]),
-            response_rejections: counter(r, "response_rejections_total", "Client answers refused, by route, rule and action (deny, audit).", &["route", "rule", "action"]),
-            completions: counter(r, "completions_total", "URL-mode completion notifications, by route and result (forwarded, dropped).", &["route", "result"]),
-            gateway_answers: counter(r, "gateway_answers_total", "Answers the gateway sent to servers for blocked elicitations, by route and result (ok, failed).", &["route", "result"]),
-            pending_elicitations: gauge(r, "pending_elicitations", "Elicitations forwarded to clients and not yet answered."),
-            sessions: gauge(r, "sessions", "Legacy sessions whose declared client capabilities are remembered."),
-            policy_reloads: counter(r, "policy_reloads_total", "Configuration reloads by result (success, failure).", &["result"]),
-            policy_last_reload_success: gauge(r, "policy_last_reload_success", "1 when the last configuration reload succeeded, 0 when it failed."),
+            sse_events: f.counter(
+                "sse_events_total",
+                "SSE events relayed to clients.",
+                &["route"],
+            ),
+            elicitations: f.counter(
+                "elicitations_total",
+                "Elicitations judged, by route, mode and verdict (allow, deny, audit).",
+                &["route", "mode", "verdict"],
+            ),
+            rule_matches: f.counter(
+                "rule_matches_total",
+                "Policy rule matches, by route, rule id and action (deny, audit).",
+                &["route", "rule", "action"],
+            ),
+            answers: f.counter(
+                "answers_total",
+                "Elicitation answers passed to servers, by route, mode and action (accept, decline, cancel, error).",
+                &["route", "mode", "action"],
+            ),
+            time_to_answer: f.histogram(
+                "time_to_answer_seconds",
+                "Time from an elicitation reaching the client to the client's answer.",
+                &["route", "mode"],
+                ANSWER_BUCKETS,
+            ),
+            repeated_prompts: f.counter(
+                "repeated_prompts_total",
+                "Elicitations asked again within the repeat window after a decline or cancel.",
+                &["route"],
+            ),
+            response_rejections: f.counter(
+                "response_rejections_total",
+                "Client answers refused, by route, rule and action (deny, audit).",
+                &["route", "rule", "action"],
+            ),
+            completions: f.counter(
+                "completions_total",
+                "URL-mode completion notifications, by route and result (forwarded, dropped).",
+                &["route", "result"],
+            ),
+            gateway_answers: f.counter(
+                "gateway_answers_total",
+                "Answers the gateway sent to servers for blocked elicitations, by route and result (ok, failed).",
+                &["route", "result"],
+            ),
+            pending_elicitations: f.gauge(
+                "pending_elicitations",
+                "Elicitations forwarded to clients and not yet answered.",
+            ),
+            sessions: f.gauge(
+                "sessions",
+                "Legacy sessions whose declared client capabilities are remembered.",
+            ),
+            policy_reloads: f.counter(
+                "policy_reloads_total",
+                "Configuration reloads by result (success, failure).",
+                &["result"],
+            ),
+            policy_last_reload_success: f.gauge(
+                "policy_last_reload_success",
+                "1 when the last configuration reload succeeded, 0 when it failed.",
+            ),
             policy_last_reload_timestamp,
             audit_events_dropped,
-            registry,
+            registry: f.registry,
+            names: f.names,
         }
+    }
+
+    /// Every family's full name (with the `elicitgate_` prefix), including families that have
+    /// no samples yet and so do not appear in [`Metrics::render`].
+    pub fn family_names(&self) -> Vec<String> {
+        self.names
+            .iter()
+            .map(|n| format!("elicitgate_{n}"))
+            .collect()
     }
 
     /// Renders the registry in the Prometheus text format.
