@@ -26,16 +26,48 @@ const DESCRIPTION: &str = "planted-description-text-555";
 const MESSAGE: &str = "planted-message-text-999";
 const QUERY: &str = "planted-query-value-444";
 const STATE: &str = "planted-request-state-333";
-const PLANTED: &[&str] = &[PASSWORD, EMAIL, CARD, TOKEN, BEARER, COOKIE, DEFAULT, DESCRIPTION, MESSAGE, QUERY, STATE];
+const PLANTED: &[&str] = &[
+    PASSWORD,
+    EMAIL,
+    CARD,
+    TOKEN,
+    BEARER,
+    COOKIE,
+    DEFAULT,
+    DESCRIPTION,
+    MESSAGE,
+    QUERY,
+    STATE,
+];
 
 fn server_stream(msg: &Value) -> String {
     let region = json!({"type": "string", "title": "Region", "description": DESCRIPTION, "default": DEFAULT});
     match msg["params"]["name"].as_str().unwrap_or_default() {
-        "allowed" => sse(&[form("f-ok", &format!("Pick a region ({MESSAGE})"), json!({"region": region}))]),
-        "password" => sse(&[form("f-pw", &format!("Enter your password {PASSWORD}"), json!({"password": {"type":"string","default": PASSWORD}}))]),
-        "invalid" => sse(&[form("f-inv", "How many?", json!({"count": {"type": "integer"}}))]),
-        "bad_url" => sse(&[url_elicitation("u-bad", "e-bad", &format!("https://auth.example.com/u/{TOKEN}/connect?email={EMAIL}&token={QUERY}"))]),
-        "good_url" => sse(&[url_elicitation("u-ok", "e-ok", &format!("https://auth.example.com/connect?flow={QUERY}"))]),
+        "allowed" => sse(&[form(
+            "f-ok",
+            &format!("Pick a region ({MESSAGE})"),
+            json!({"region": region}),
+        )]),
+        "password" => sse(&[form(
+            "f-pw",
+            &format!("Enter your password {PASSWORD}"),
+            json!({"password": {"type":"string","default": PASSWORD}}),
+        )]),
+        "invalid" => sse(&[form(
+            "f-inv",
+            "How many?",
+            json!({"count": {"type": "integer"}}),
+        )]),
+        "bad_url" => sse(&[url_elicitation(
+            "u-bad",
+            "e-bad",
+            &format!("https://auth.example.com/u/{TOKEN}/connect?email={EMAIL}&token={QUERY}"),
+        )]),
+        "good_url" => sse(&[url_elicitation(
+            "u-ok",
+            "e-ok",
+            &format!("https://auth.example.com/connect?flow={QUERY}"),
+        )]),
         _ => sse(&[]),
     }
 }
@@ -54,9 +86,15 @@ async fn modern_upstream() -> MockUpstream {
     .await
 }
 
-fn with_secret_headers(mut req: http::Request<http_body_util::Full<bytes::Bytes>>) -> http::Request<http_body_util::Full<bytes::Bytes>> {
-    req.headers_mut().insert("authorization", format!("Bearer {BEARER}").parse().unwrap());
-    req.headers_mut().insert("cookie", format!("session={COOKIE}; email={EMAIL}").parse().unwrap());
+fn with_secret_headers(
+    mut req: http::Request<http_body_util::Full<bytes::Bytes>>,
+) -> http::Request<http_body_util::Full<bytes::Bytes>> {
+    req.headers_mut()
+        .insert("authorization", format!("Bearer {BEARER}").parse().unwrap());
+    req.headers_mut().insert(
+        "cookie",
+        format!("session={COOKIE}; email={EMAIL}").parse().unwrap(),
+    );
     req
 }
 
@@ -98,11 +136,18 @@ async fn planted_secrets_appear_in_no_output() {
     let mut stderr_text = String::new();
     let (addr, admin) = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            let line = stderr.next_line().await.unwrap().expect("gateway exited early");
+            let line = stderr
+                .next_line()
+                .await
+                .unwrap()
+                .expect("gateway exited early");
             stderr_text.push_str(&line);
             stderr_text.push('\n');
             if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if let (Some(a), Some(b)) = (v["fields"]["addr"].as_str(), v["fields"]["admin_addr"].as_str()) {
+                if let (Some(a), Some(b)) = (
+                    v["fields"]["addr"].as_str(),
+                    v["fields"]["admin_addr"].as_str(),
+                ) {
                     return (a.to_owned(), b.to_owned());
                 }
             }
@@ -123,16 +168,39 @@ async fn planted_secrets_appear_in_no_output() {
     let url = format!("http://{addr}/mcp");
     let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"t","version":"1"}}}"#;
     send(with_secret_headers(rpc_post(&url, init))).await;
-    let call = |name: &str| with_secret_headers(in_session_req(&url, &json!({"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":name}}).to_string()));
+    let call = |name: &str| {
+        with_secret_headers(in_session_req(
+            &url,
+            &json!({"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":name}})
+                .to_string(),
+        ))
+    };
     for name in ["allowed", "password", "invalid", "bad_url", "good_url"] {
         send(call(name)).await;
     }
-    let reply = |id: &str, result: Value| with_secret_headers(in_session_req(&url, &json!({"jsonrpc":"2.0","id":id,"result":result}).to_string()));
-    let (status, _, _) = send(reply("f-ok", json!({"action":"accept","content":{"region": format!("{CARD} {EMAIL}")}}))).await;
+    let reply = |id: &str, result: Value| {
+        with_secret_headers(in_session_req(
+            &url,
+            &json!({"jsonrpc":"2.0","id":id,"result":result}).to_string(),
+        ))
+    };
+    let (status, _, _) = send(reply(
+        "f-ok",
+        json!({"action":"accept","content":{"region": format!("{CARD} {EMAIL}")}}),
+    ))
+    .await;
     assert_eq!(status, StatusCode::ACCEPTED);
-    let (status, _, _) = send(reply("f-inv", json!({"action":"accept","content":{"count": format!("{PASSWORD} {TOKEN}")}}))).await;
+    let (status, _, _) = send(reply(
+        "f-inv",
+        json!({"action":"accept","content":{"count": format!("{PASSWORD} {TOKEN}")}}),
+    ))
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
-    let (status, _, _) = send(reply("never", json!({"action":"accept","content":{"x": EMAIL}}))).await;
+    let (status, _, _) = send(reply(
+        "never",
+        json!({"action":"accept","content":{"x": EMAIL}}),
+    ))
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST);
     send(reply("u-ok", json!({"action":"accept"}))).await;
 
@@ -149,25 +217,41 @@ async fn planted_secrets_appear_in_no_output() {
     send(with_secret_headers(rpc_post(&murl, &good.to_string()))).await;
     // An upstream failure path, with secrets in the request.
     let dead = format!("http://{addr}/nowhere?token={QUERY}");
-    send(with_secret_headers(rpc_post(&dead, &json!({"jsonrpc":"2.0","id":9,"method":"x","params":{"p":PASSWORD}}).to_string()))).await;
+    send(with_secret_headers(rpc_post(
+        &dead,
+        &json!({"jsonrpc":"2.0","id":9,"method":"x","params":{"p":PASSWORD}}).to_string(),
+    )))
+    .await;
 
     let metrics_text = metrics(admin.parse().unwrap()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     // SIGTERM: the gateway drains and exits, flushing everything.
     let pid = child.id().unwrap().to_string();
-    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.unwrap().unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
     assert!(status.success(), "gateway exit: {status}");
     stdout_task.await.unwrap();
     stderr_text.push_str(&stderr_task.await.unwrap());
     let audit_text = std::fs::read_to_string(&audit).unwrap();
 
     // The run did what it should (so the absence of secrets means something).
-    assert!(audit_text.contains("\"elicitation.blocked\""), "{audit_text}");
+    assert!(
+        audit_text.contains("\"elicitation.blocked\""),
+        "{audit_text}"
+    );
     assert!(audit_text.contains("\"answer.rejected\""));
     assert!(audit_text.contains("\"elicitation.answered\""));
     assert!(audit_text.contains("auth.example.com"));
-    assert!(stderr_text.contains("Upstream request failed") || stderr_text.contains("elicitgate listening"));
+    assert!(
+        stderr_text.contains("Upstream request failed")
+            || stderr_text.contains("elicitgate listening")
+    );
     for (name, text) in [
         ("stdout", stdout_text.lock().unwrap().clone()),
         ("stderr", stderr_text.clone()),
@@ -178,13 +262,18 @@ async fn planted_secrets_appear_in_no_output() {
             assert!(!text.contains(secret), "{secret} leaked into {name}");
         }
         // Percent-encoded forms too.
-        assert!(!text.contains("planted.victim%40example.org"), "encoded e-mail leaked into {name}");
+        assert!(
+            !text.contains("planted.victim%40example.org"),
+            "encoded e-mail leaked into {name}"
+        );
     }
 }
 
 fn in_session_req(url: &str, body: &str) -> http::Request<http_body_util::Full<bytes::Bytes>> {
     let mut req = rpc_post(url, body);
-    req.headers_mut().insert("mcp-session-id", "s-1".parse().unwrap());
-    req.headers_mut().insert("mcp-protocol-version", "2025-11-25".parse().unwrap());
+    req.headers_mut()
+        .insert("mcp-session-id", "s-1".parse().unwrap());
+    req.headers_mut()
+        .insert("mcp-protocol-version", "2025-11-25".parse().unwrap());
     req
 }

@@ -32,11 +32,20 @@ pub enum ServerVerdict {
     Replace(Value),
 }
 
+/// How the gateway reaches the server to answer a blocked elicitation itself.
+#[derive(Clone)]
+pub enum ServerChannel {
+    /// POST to the upstream, in the client's session.
+    Http(Upstream),
+    /// Write a line to the server process's stdin.
+    Stdio(tokio::sync::mpsc::UnboundedSender<Bytes>),
+}
+
 /// Judges the events of one SSE response; owned by the relay of that response.
 pub struct StreamJudge {
     pub enforcer: Arc<Enforcer>,
-    pub exchange: Arc<Exchange>,
-    pub upstream: Upstream,
+    pub exchange: Exchange,
+    pub channel: ServerChannel,
 }
 
 impl StreamJudge {
@@ -52,7 +61,7 @@ impl StreamJudge {
         let verdict = match serde_json::from_slice::<Value>(data) {
             Ok(message) => {
                 self.enforcer
-                    .judge_server_message(&self.exchange, &message, &self.upstream)
+                    .judge_server_message(&self.exchange, &message, &self.channel)
             }
             // It names an elicitation but cannot be judged: fail closed.
             Err(_) => {
@@ -75,14 +84,14 @@ impl StreamJudge {
 
 impl Enforcer {
     /// Judges a whole JSON response body; returns the body to send.
-    pub fn judge_json_body(&self, ex: &Exchange, body: Bytes, upstream: &Upstream) -> Bytes {
+    pub fn judge_json_body(&self, ex: &Exchange, body: Bytes, channel: &ServerChannel) -> Bytes {
         if !super::prescan::may_carry_elicitation(&body) {
             return body;
         }
         let Ok(message) = serde_json::from_slice::<Value>(&body) else {
             return body;
         };
-        match self.judge_server_message(ex, &message, upstream) {
+        match self.judge_server_message(ex, &message, channel) {
             ServerVerdict::Keep => body,
             ServerVerdict::Replace(v) => Bytes::from(v.to_string()),
             ServerVerdict::Drop => Bytes::from(
@@ -96,7 +105,7 @@ impl Enforcer {
         &self,
         ex: &Exchange,
         message: &Value,
-        upstream: &Upstream,
+        channel: &ServerChannel,
     ) -> ServerVerdict {
         if message.is_array() {
             // Batches (2025-03-26 only) are not judged element by element: one that carries an
@@ -106,7 +115,7 @@ impl Enforcer {
         }
         match message.get("method").and_then(Value::as_str) {
             Some(elicitation::ELICITATION_CREATE) => {
-                return self.judge_legacy(ex, message, upstream)
+                return self.judge_legacy(ex, message, channel)
             }
             Some("notifications/elicitation/complete") => {
                 return self.judge_completion(ex, message)
@@ -175,7 +184,12 @@ impl Enforcer {
         (verdict, fingerprint)
     }
 
-    fn judge_legacy(&self, ex: &Exchange, message: &Value, upstream: &Upstream) -> ServerVerdict {
+    fn judge_legacy(
+        &self,
+        ex: &Exchange,
+        message: &Value,
+        channel: &ServerChannel,
+    ) -> ServerVerdict {
         let now = Instant::now();
         let policy = self.policy(&ex.route_name);
         let caps = self.session_caps(ex, now);
@@ -192,7 +206,7 @@ impl Enforcer {
                 OnBlock::Decline => json!({"jsonrpc":"2.0","id":id,"result":{"action":"decline"}}),
                 OnBlock::Error => blocked_error_with_code(Some(id), -32602, &verdict.denied_by),
             };
-            answer_server(self, ex, upstream, Bytes::from(answer.to_string()));
+            answer_server(self, ex, channel, Bytes::from(answer.to_string()));
             return ServerVerdict::Drop;
         }
         let Some(asked) = AskedElicitation::from_view(&view) else {
@@ -408,9 +422,17 @@ pub fn error_response_body(id: &Value, code: i64, message: &str, verdict: &Verdi
     )
 }
 
-/// POSTs the gateway's own answer to the server, in the background.
-fn answer_server(enforcer: &Enforcer, ex: &Exchange, upstream: &Upstream, body: Bytes) {
-    let upstream = upstream.clone();
+/// Sends the gateway's own answer to the server: a line on its stdin, or a POST in the
+/// background.
+fn answer_server(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, body: Bytes) {
+    let upstream = match channel {
+        ServerChannel::Stdio(tx) => {
+            let ok = tx.send(body).is_ok();
+            enforcer.recorder.gateway_answer(&ex.route_name, ok);
+            return;
+        }
+        ServerChannel::Http(upstream) => upstream.clone(),
+    };
     let uri = ex.upstream_uri.clone();
     let headers: HeaderMap = ex.answer_headers.clone();
     let recorder = enforcer.recorder.clone();

@@ -81,18 +81,34 @@ impl Exchange {
     }
 }
 
+/// A refused client message: the JSON-RPC error the client gets, and the HTTP status it
+/// travels with (stdio ignores the status).
+pub struct Rejection {
+    pub status: StatusCode,
+    pub body: Bytes,
+}
+
+impl Rejection {
+    /// As an HTTP response.
+    pub fn into_response(self) -> Response<ResponseBody> {
+        let mut response = Response::new(ResponseBody::full(self.body));
+        *response.status_mut() = self.status;
+        response
+            .headers_mut()
+            .insert("content-type", HeaderValue::from_static("application/json"));
+        response
+    }
+}
+
 /// What to do with a client message.
 pub enum ClientVerdict {
     /// Forward this body (the original, or a capability-shaped rewrite).
     Forward(Bytes),
-    /// Refuse: answer the client with this response, forward nothing.
-    Reject(Response<ResponseBody>),
+    /// Refuse: answer the client with this, forward nothing.
+    Reject(Rejection),
     /// Forward `body` instead of the client's (so the server is not left waiting), then answer
-    /// the client with `response`.
-    Substitute {
-        body: Bytes,
-        response: Response<ResponseBody>,
-    },
+    /// the client with `rejection`.
+    Substitute { body: Bytes, rejection: Rejection },
 }
 
 /// The enforcement engine shared by all connections.
@@ -372,7 +388,7 @@ impl Enforcer {
             );
             return ClientVerdict::Substitute {
                 body: to_server,
-                response: answer_rejection(Some(id), &verdict),
+                rejection: answer_rejection(Some(id), &verdict),
             };
         }
         if matches!(action, "decline" | "cancel") {
@@ -536,7 +552,7 @@ fn repeat_window(policy: &Policy) -> std::time::Duration {
 }
 
 /// The client's answer was refused: 400 with a JSON-RPC error naming the rules.
-fn answer_rejection(id: Option<&Value>, verdict: &Verdict) -> Response<ResponseBody> {
+fn answer_rejection(id: Option<&Value>, verdict: &Verdict) -> Rejection {
     let rules: Vec<&str> = verdict.denied_by.iter().map(|r| r.as_str()).collect();
     let body = serde_json::json!({
         "jsonrpc": "2.0",
@@ -547,10 +563,8 @@ fn answer_rejection(id: Option<&Value>, verdict: &Verdict) -> Response<ResponseB
             "data": {"gateway": "elicitgate", "rules": rules}
         }
     });
-    let mut response = Response::new(ResponseBody::full(body.to_string()));
-    *response.status_mut() = StatusCode::BAD_REQUEST;
-    response
-        .headers_mut()
-        .insert("content-type", HeaderValue::from_static("application/json"));
-    response
+    Rejection {
+        status: StatusCode::BAD_REQUEST,
+        body: Bytes::from(body.to_string()),
+    }
 }

@@ -21,7 +21,8 @@
 //!
 //! Spelling: terms are written naturally; they are folded exactly like input text (NFKC,
 //! lower case, accents removed, `ß`→`ss`), so `clé`, `Schlüssel`, `contraseña` also
-//! match `cle`, `schlussel`, `contrasena`.
+//! match `cle`, `schlussel`, `contrasena`. German ASCII transliterations (`ae`, `oe`,
+//! `ue`) are listed explicitly where common (`Schluessel`, `Bestaetigungscode`).
 
 /// What kind of secret a term names; part of the detector name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -78,8 +79,14 @@ use Strength::*;
 pub(crate) const TERMS: &[(Category, &str, Strength, &str)] = &[
     // ---------------------------------------------------------------- English
     (Password, "en", Strong, "password|passwords|passwd|passphrase|pass phrase|passcode|app password|one time password|seed phrase|recovery phrase|mnemonic phrase|secret recovery phrase|wallet seed|pass word"),
-    (Password, "en", Weak, "pwd"),
-    (ApiKey, "en", Strong, "api key|api keys|apikey|api secret|api token|access key|access keys|secret access key|license key|licence key|product key|activation key|subscription key|developer key"),
+    (Password, "en", Weak, "pwd|mnemonic"),
+    (
+        Password,
+        "en",
+        Strong,
+        "user pass|login pass|admin pass|security answer|mother s maiden name",
+    ),
+    (ApiKey, "en", Strong, "hmac key|hmac secret|openai key|stripe key|service account key|deploy key|api key|api keys|apikey|api secret|api token|access key|access keys|secret access key|license key|licence key|product key|activation key|subscription key|developer key"),
     (Token, "en", Strong, "accesstoken|refreshtoken|authtoken|access token|refresh token|bearer token|auth token|authentication token|id token|oauth token|personal access token|github token|bot token|session token|csrf token|security token|authorization header|auth header|api tokens|access tokens"),
     (Token, "en", Weak, "token|bearer|pat"),
     (ClientSecret, "en", Strong, "clientsecret|secretkey|client secret|app secret|application secret|consumer secret|webhook secret|signing secret|shared secret|secret key"),
@@ -88,7 +95,7 @@ pub(crate) const TERMS: &[(Category, &str, Strength, &str)] = &[
     (Session, "en", Strong, "session cookie|session id|sessionid|session key|auth cookie|cookie value"),
     (Session, "en", Weak, "cookie|cookies"),
     (Otp, "en", Strong, "otp|totp|hotp|2fa|2fa code|mfa code|one time code|one time passcode|verification code|authentication code|authenticator code|auth code|sms code|security code|backup code|backup codes|recovery code|recovery codes|login code|confirmation code|access code"),
-    (Otp, "en", Weak, "mfa"),
+    (Otp, "en", Weak, "mfa|authenticator"),
     (Pin, "en", Strong, "pin code|pin number|atm pin|card pin"),
     (Pin, "en", Weak, "pin"),
     (Card, "en", Strong, "card number|credit card number|debit card number|cardnumber|card no|card details|card expiry|card expiration|card expiration date|ccnumber|cc number|pan number"),
@@ -97,6 +104,7 @@ pub(crate) const TERMS: &[(Category, &str, Strength, &str)] = &[
     (Bank, "en", Strong, "iban|bank account|bank account number|account number|routing number|bank details|bsb number"),
     (NationalId, "en", Strong, "ssn|social security number|social insurance number|national insurance number|national id number|passport number|tax id number|taxpayer id"),
     (Credentials, "en", Strong, "credentials|login credentials|user credentials"),
+    (Credentials, "en", Weak, "connection string|dsn"),
     // ---------------------------------------------------------------- Chinese (simplified + traditional)
     (Password, "zh", Strong, "密码|密碼|口令|支付密码|支付密碼|交易密码|交易密碼|登录密码|登入密碼|助记词|助記詞|密语|通行码|通行碼"),
     (ApiKey, "zh", Strong, "密钥|密鑰|秘钥|秘鑰|api密钥|api金鑰|金鑰|访问密钥|存取金鑰|授权码|授權碼"),
@@ -133,7 +141,7 @@ pub(crate) const TERMS: &[(Category, &str, Strength, &str)] = &[
     (Token, "fr", Weak, "jeton"),
     (PrivateKey, "fr", Strong, "cle privee|cles privees|phrase de recuperation"),
     (Session, "fr", Strong, "cookie de session|identifiant de session"),
-    (Otp, "fr", Strong, "code de verification|code a usage unique|code de confirmation|code d authentification|code sms|code de securite"),
+    (Otp, "fr", Strong, "code recu|code recu par sms|code envoye par sms|code de verification|code a usage unique|code de confirmation|code d authentification|code sms|code de securite"),
     (Pin, "fr", Strong, "code pin"),
     (Card, "fr", Strong, "numero de carte|numero de carte bancaire|numero de la carte|numero de carte de credit|date d expiration de la carte"),
     (Card, "fr", Weak, "carte bancaire|carte de credit|carte bleue"),
@@ -143,16 +151,16 @@ pub(crate) const TERMS: &[(Category, &str, Strength, &str)] = &[
     (NationalId, "fr", Strong, "numero de securite sociale|numero de passeport|numero fiscal de reference"),
     (Credentials, "fr", Strong, "identifiants de connexion|informations d identification"),
     // ---------------------------------------------------------------- German
-    (Password, "de", Strong, "passwort|passworter|kennwort|kennworter|geheimzahl|zugangscode|losungswort"),
-    (ApiKey, "de", Strong, "api schlussel|apischlussel|api schluessel|zugriffsschlussel|zugangsschlussel|lizenzschlussel|geheimer schlussel"),
+    (Password, "de", Strong, "passwort|passworter|passwoerter|kennwort|kennworter|kennwoerter|geheimzahl|zugangscode|losungswort"),
+    (ApiKey, "de", Strong, "api schlussel|apischlussel|api schluessel|apischluessel|zugriffsschlussel|zugriffsschluessel|zugangsschlussel|lizenzschlussel|geheimer schlussel|geheimer schluessel"),
     (Token, "de", Strong, "zugriffstoken|zugangstoken|aktualisierungstoken|api token|bearer token"),
-    (PrivateKey, "de", Strong, "privater schlussel|private schlussel|privaten schlussel"),
-    (Otp, "de", Strong, "bestatigungscode|verifizierungscode|einmalcode|einmalpasswort|sicherheitscode|authentifizierungscode"),
+    (PrivateKey, "de", Strong, "privater schlussel|private schlussel|privaten schlussel|privater schluessel"),
+    (Otp, "de", Strong, "bestatigungscode|bestaetigungscode|verifizierungscode|einmalcode|einmalpasswort|sicherheitscode|authentifizierungscode"),
     (Otp, "de", Weak, "tan"),
     (Pin, "de", Strong, "pin nummer|pin code"),
     (Card, "de", Strong, "kreditkartennummer|kartennummer|debitkartennummer|karteninhaberdaten"),
     (Card, "de", Weak, "kreditkarte|bankkarte|girokarte|ec karte"),
-    (Cvv, "de", Strong, "kartenprufnummer|prufziffer|kartenprufziffer"),
+    (Cvv, "de", Strong, "kartenprufnummer|kartenpruefnummer|prufziffer|pruefziffer|kartenprufziffer"),
     (Bank, "de", Strong, "kontonummer|bankverbindung|bankleitzahl|bankkontonummer"),
     (NationalId, "de", Strong, "sozialversicherungsnummer|steueridentifikationsnummer|steuer id|personalausweisnummer|reisepassnummer"),
     (Credentials, "de", Strong, "zugangsdaten|anmeldedaten|logindaten"),
@@ -325,6 +333,9 @@ pub(crate) const META_AFTER: &[&str] = &[
 /// count ("max tokens", "length of the password", "politique de mot de passe").
 pub(crate) const META_BEFORE: &[&str] = &[
     "max",
+    "number",
+    "numbers",
+    "many",
     "min",
     "maximum",
     "minimum",
@@ -364,8 +375,8 @@ pub(crate) const META_BEFORE: &[&str] = &[
 
 /// Function words skipped when looking for a `META_BEFORE` word.
 pub(crate) const LINKERS: &[&str] = &[
-    "of", "the", "for", "a", "an", "de", "du", "des", "d", "la", "le", "l", "les", "del", "el",
-    "los", "las", "der", "die", "das", "des", "dem", "den",
+    "of", "the", "for", "a", "an", "your", "my", "our", "this", "new", "de", "du", "des", "d",
+    "la", "le", "l", "les", "del", "el", "los", "las", "der", "die", "das", "des", "dem", "den",
 ];
 
 /// Words that mark a request for input; a weak term in prose counts only within three

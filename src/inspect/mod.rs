@@ -228,22 +228,17 @@ fn inspect_form(view: &ElicitationView<'_>, policy: &Policy, hits: &mut Hits) {
     }
     schema::for_each_text(schema, |loc, role, s| {
         if check_limits && s.len() > max_string {
-            hits.add(RuleId::FormLimits, loc.clone(), "limits.string_bytes");
+            hits.add(RuleId::FormLimits, loc.render(), "limits.string_bytes");
         }
         // Defaults pre-fill inputs and are not rendered as links; untitled enum values
         // are the option labels.
-        let shown = role != schema::TextRole::Value || is_enum_value_shown(&loc);
+        let shown = role != schema::TextRole::Value || matches!(loc.field, "enum" | "items.enum");
         if check_urls && shown {
             if let Some(d) = urls::find_link(s) {
-                hits.add(RuleId::FormUrl, loc, d);
+                hits.add(RuleId::FormUrl, loc.render(), d);
             }
         }
     });
-}
-
-/// Untitled enum values are displayed as the option labels.
-fn is_enum_value_shown(loc: &str) -> bool {
-    loc.ends_with(".enum") || loc.ends_with(".items.enum")
 }
 
 fn check_message_only(message: &str, policy: &Policy, hits: &mut Hits) {
@@ -281,7 +276,7 @@ fn inspect_url(view: &ElicitationView<'_>, ctx: &InspectContext, policy: &Policy
 pub struct AskedElicitation {
     /// Form or URL.
     pub mode: Mode,
-    /// The asked `requestedSchema` (form mode), cloned.
+    /// The asked `requestedSchema` (form mode), cloned up to [`ASKED_SCHEMA_MAX_DEPTH`] levels.
     pub requested_schema: Option<Value>,
     /// `elicitationId` (2025-11-25 URL mode).
     pub elicitation_id: Option<String>,
@@ -299,13 +294,35 @@ impl AskedElicitation {
         Some(AskedElicitation {
             mode,
             requested_schema: match mode {
-                Mode::Form => view.requested_schema().cloned(),
+                Mode::Form => view
+                    .requested_schema()
+                    .map(|s| clone_bounded(s, ASKED_SCHEMA_MAX_DEPTH)),
                 Mode::Url => None,
             },
             elicitation_id: view.elicitation_id().map(str::to_string),
             key: view.key.map(str::to_string),
             fingerprint: fingerprint(view),
         })
+    }
+}
+
+/// Deepest level of `requestedSchema` kept in an [`AskedElicitation`]; the validator
+/// reads at most four levels, and a bounded copy keeps hostile nesting cheap.
+pub const ASKED_SCHEMA_MAX_DEPTH: usize = 16;
+
+/// Clone `v`, replacing anything deeper than `depth` levels with `null`.
+fn clone_bounded(v: &Value, depth: usize) -> Value {
+    if depth == 0 {
+        return Value::Null;
+    }
+    match v {
+        Value::Array(a) => Value::Array(a.iter().map(|x| clone_bounded(x, depth - 1)).collect()),
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, x)| (k.clone(), clone_bounded(x, depth - 1)))
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 

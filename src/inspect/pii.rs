@@ -17,6 +17,7 @@
 //! - Stripe publishable keys (`pk_live_`, `pk_test_`) are public by design: not flagged.
 //!   `sk-…` needs ≥ 32 characters mixing digits, upper and lower case, so slugs such as
 //!   `sk-reykjavik-conference-2024` pass. AWS ids other than `AKIA`/`ASIA` are not secret.
+//!
 //! Never: returns the matched text — only a detector name.
 
 use std::sync::LazyLock;
@@ -75,6 +76,12 @@ static KEYS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     .collect()
 });
 
+/// One-pass prefilter over [`KEYS`] (same order).
+#[allow(clippy::expect_used)]
+static KEY_SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+    regex::RegexSet::new(KEYS.iter().map(|(r, _)| r.as_str())).expect("static regex set compiles")
+});
+
 /// Is `s[start..end]` free-standing (not glued to letters or digits on either side)?
 fn bounded(s: &str, start: usize, end: usize) -> bool {
     let before = s[..start].chars().next_back();
@@ -93,7 +100,10 @@ pub(crate) fn scan_value(value: &str) -> Option<&'static str> {
     if JWT.find_iter(value).any(|m| is_jwt(m.as_str())) {
         return Some("secret.jwt");
     }
-    for (pattern, detector) in KEYS.iter() {
+    for i in KEY_SET.matches(value).iter() {
+        let Some((pattern, detector)) = KEYS.get(i) else {
+            continue;
+        };
         let hit = pattern.find_iter(value).any(|m| {
             let left_ok = !value[..m.start()]
                 .chars()

@@ -560,45 +560,79 @@ fn check_array(loc: &str, obj: &Map<String, Value>, hits: &mut Hits) {
     }
 }
 
-/// Every server-written string of a schema at the positions the subset defines, with
-/// its location: property names, titles, descriptions, string defaults, enum values and
-/// labels. Used by `form.limits` and `form.url`. Bounded: fixed depth.
-pub(crate) fn for_each_text<'a>(schema: &'a Value, mut f: impl FnMut(String, TextRole, &'a str)) {
+/// Where a schema string sits; turned into a location string only when reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct TextLoc<'a> {
+    /// The property, or `None` for the schema's own title/description.
+    pub(crate) property: Option<&'a str>,
+    /// The field within it, e.g. `title`, `enum`, `oneOf.title`, `name`.
+    pub(crate) field: &'static str,
+}
+
+impl TextLoc<'_> {
+    /// `properties.<name>.<field>` or `requestedSchema.<field>`.
+    pub(crate) fn render(&self) -> String {
+        match self.property {
+            Some(p) => format!("properties.{}.{}", key_loc(p), self.field),
+            None => format!("requestedSchema.{}", self.field),
+        }
+    }
+}
+
+/// Every server-written string of a schema at the positions the subset defines:
+/// property names, titles, descriptions, string defaults, enum values and labels. Used
+/// by `form.limits` and `form.url`. Bounded: fixed depth.
+pub(crate) fn for_each_text<'a>(
+    schema: &'a Value,
+    mut f: impl FnMut(TextLoc<'a>, TextRole, &'a str),
+) {
     let Some(top) = schema.as_object() else {
         return;
     };
     for kw in ["title", "description"] {
         if let Some(s) = top.get(kw).and_then(Value::as_str) {
-            f(format!("requestedSchema.{kw}"), TextRole::Label, s);
+            f(
+                TextLoc {
+                    property: None,
+                    field: kw,
+                },
+                TextRole::Label,
+                s,
+            );
         }
     }
     let Some(props) = properties(schema) else {
         return;
     };
     for (name, prop) in props {
-        let loc = format!("properties.{}", key_loc(name));
-        f(format!("{loc}.name"), TextRole::Key, name.as_str());
+        let at = |field: &'static str| TextLoc {
+            property: Some(name.as_str()),
+            field,
+        };
+        f(at("name"), TextRole::Key, name.as_str());
         let Some(obj) = prop.as_object() else {
             continue;
         };
         for kw in ["title", "description"] {
             if let Some(s) = obj.get(kw).and_then(Value::as_str) {
-                f(format!("{loc}.{kw}"), TextRole::Label, s);
+                f(at(kw), TextRole::Label, s);
             }
         }
-        if let Some(s) = obj.get("default").and_then(Value::as_str) {
-            f(format!("{loc}.default"), TextRole::Value, s);
-        }
-        if let Some(Value::Array(ds)) = obj.get("default") {
-            for d in ds.iter().filter_map(Value::as_str) {
-                f(format!("{loc}.default"), TextRole::Value, d);
+        match obj.get("default") {
+            Some(Value::String(s)) => f(at("default"), TextRole::Value, s),
+            Some(Value::Array(ds)) => {
+                for d in ds.iter().filter_map(Value::as_str) {
+                    f(at("default"), TextRole::Value, d);
+                }
             }
+            _ => {}
         }
+        let items = obj.get("items");
         let lists = [
             (obj.get("enum"), "enum", TextRole::Value),
             (obj.get("enumNames"), "enumNames", TextRole::Label),
             (
-                obj.get("items").and_then(|i| i.get("enum")),
+                items.and_then(|i| i.get("enum")),
                 "items.enum",
                 TextRole::Value,
             ),
@@ -606,22 +640,26 @@ pub(crate) fn for_each_text<'a>(schema: &'a Value, mut f: impl FnMut(String, Tex
         for (list, kw, role) in lists {
             if let Some(Value::Array(vals)) = list {
                 for v in vals.iter().filter_map(Value::as_str) {
-                    f(format!("{loc}.{kw}"), role, v);
+                    f(at(kw), role, v);
                 }
             }
         }
         let titled = [
-            (obj.get("oneOf"), "oneOf"),
-            (obj.get("items").and_then(|i| i.get("anyOf")), "items.anyOf"),
+            (obj.get("oneOf"), "oneOf.title", "oneOf.const"),
+            (
+                items.and_then(|i| i.get("anyOf")),
+                "items.anyOf.title",
+                "items.anyOf.const",
+            ),
         ];
-        for (list, kw) in titled {
+        for (list, title_kw, const_kw) in titled {
             if let Some(Value::Array(opts)) = list {
                 for o in opts {
                     if let Some(t) = o.get("title").and_then(Value::as_str) {
-                        f(format!("{loc}.{kw}.title"), TextRole::Label, t);
+                        f(at(title_kw), TextRole::Label, t);
                     }
                     if let Some(c) = o.get("const").and_then(Value::as_str) {
-                        f(format!("{loc}.{kw}.const"), TextRole::Value, c);
+                        f(at(const_kw), TextRole::Value, c);
                     }
                 }
             }

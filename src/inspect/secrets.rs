@@ -26,10 +26,11 @@
 //!   length`) or preceded by one, possibly across linkers (`max_tokens`, `length of the
 //!   password`, `politique de mot de passe`) is ignored. Decided: counting LLM tokens is
 //!   benign; `tokens` alone is not a term, `max_tokens`/`token_count` pass.
-//!   So "Choose a password policy level" passes; "Enter the password for the policy" is
-//!   denied. This is the documented hard case: the rule errs toward denial whenever the
-//!   secret noun stands on its own, e.g. "Enter a name for the new API key" is denied
-//!   (servers should write "API key name").
+//!   Linkers include possessives and "new", so "Enter a name for the new API key" and
+//!   "Number of API keys to create" pass. "Choose a password policy level" passes;
+//!   "Enter the password for the policy" is denied. This is the documented hard case:
+//!   the rule errs toward denial whenever the secret noun stands on its own, e.g.
+//!   "Enter the API key label" passes but "Label the API key you will paste" is denied.
 //! - **Strong vs weak terms** (see `lexicon.rs`): weak terms (`token`, `secret`, `PIN`,
 //!   `cookie`, `credit card`, `トークン`, `บัตรเครดิต`, …) match in labels (property
 //!   names, titles) but in prose (descriptions, message) only within three words after a
@@ -204,7 +205,7 @@ impl SecretLexicon {
             });
         }
         for seqs in by_first.values_mut().chain(by_first_skeleton.values_mut()) {
-            seqs.sort_by(|a, b| b.rest.len().cmp(&a.rest.len()));
+            seqs.sort_by_key(|q| std::cmp::Reverse(q.rest.len()));
         }
         let mut suffixes = Vec::new();
         for s in lexicon::SUFFIX_TERMS {
@@ -264,14 +265,14 @@ impl SecretLexicon {
     /// The detector name of the first secret term requested by `text`, if any.
     pub(crate) fn scan(&self, text: &str, role: Role) -> Option<&str> {
         let words = text::words(text);
-        if let Some(t) = self.scan_words(&words, role, &self.by_first, |w| w.folded.clone(), false)
-        {
+        let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
+        if let Some(t) = self.scan_words(&words, &keys, role, &self.by_first, false) {
             return Some(&self.terms[t].detector);
         }
         if words.iter().any(|w| w.non_latin) {
-            let skeleton = |w: &Word| skeleton_fold(&w.folded);
-            if let Some(t) = self.scan_words(&words, role, &self.by_first_skeleton, skeleton, true)
-            {
+            let skeletons: Vec<String> = words.iter().map(|w| skeleton_fold(&w.folded)).collect();
+            let keys: Vec<&str> = skeletons.iter().map(String::as_str).collect();
+            if let Some(t) = self.scan_words(&words, &keys, role, &self.by_first_skeleton, true) {
                 return Some(&self.terms[t].confusable_detector);
             }
         }
@@ -286,46 +287,55 @@ impl SecretLexicon {
     fn scan_words(
         &self,
         words: &[Word],
+        keys: &[&str],
         role: Role,
         index: &HashMap<String, Vec<Seq>>,
-        key: impl Fn(&Word) -> String,
         need_non_latin: bool,
     ) -> Option<usize> {
-        let keys: Vec<String> = words.iter().map(&key).collect();
-        for i in 0..keys.len() {
-            let Some((term, len)) = self.match_at(&keys, i, index) else {
+        let mut i = 0;
+        while i < keys.len() {
+            let Some((term, len)) = self.match_at(keys, i, index) else {
+                i += 1;
                 continue;
             };
-            if need_non_latin && !words[i..i + len].iter().any(|w| w.non_latin) {
+            // A suppressed phrase also covers the shorter terms inside it
+            // ("personal access token name" must not re-match at "access token").
+            if suppressed(keys, i, len) {
+                i += len;
                 continue;
             }
-            if suppressed(&keys, i, len) {
-                continue;
+            let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(|w| w.non_latin);
+            let cue_ok = self.terms[term].strength == Strength::Strong
+                || role == Role::Label
+                || cued(keys, i);
+            if homoglyph_ok && cue_ok {
+                return Some(term);
             }
-            if self.terms[term].strength == Strength::Weak && role == Role::Prose && !cued(&keys, i)
-            {
-                continue;
-            }
-            return Some(term);
+            i += 1;
         }
         None
     }
 
     fn match_at(
         &self,
-        keys: &[String],
+        keys: &[&str],
         i: usize,
         index: &HashMap<String, Vec<Seq>>,
     ) -> Option<(usize, usize)> {
-        if let Some(seqs) = index.get(&keys[i]) {
+        if let Some(seqs) = index.get(keys[i]) {
             for seq in seqs {
                 let n = seq.rest.len();
-                if i + 1 + n <= keys.len() && keys[i + 1..i + 1 + n] == seq.rest[..] {
+                let fits = i + 1 + n <= keys.len()
+                    && keys[i + 1..i + 1 + n]
+                        .iter()
+                        .zip(&seq.rest)
+                        .all(|(a, b)| *a == b.as_str());
+                if fits {
                     return Some((seq.term, n + 1));
                 }
             }
         }
-        let word = &keys[i];
+        let word = keys[i];
         self.suffixes
             .iter()
             .find(|(s, _)| word.len() > s.len() && word.ends_with(s.as_str()))
@@ -365,11 +375,11 @@ impl SecretLexicon {
     }
 }
 
-fn suppressed(keys: &[String], i: usize, len: usize) -> bool {
+fn suppressed(keys: &[&str], i: usize, len: usize) -> bool {
     let ctx = &*CONTEXT;
     if keys
         .get(i + len)
-        .is_some_and(|w| ctx.meta_after.contains(w.as_str()))
+        .is_some_and(|w| ctx.meta_after.contains(w))
     {
         return true;
     }
@@ -377,7 +387,7 @@ fn suppressed(keys: &[String], i: usize, len: usize) -> bool {
     let mut skipped = 0;
     while j > 0 {
         j -= 1;
-        let w = keys[j].as_str();
+        let w = keys[j];
         if ctx.linkers.contains(w) && skipped < 3 {
             skipped += 1;
             continue;
@@ -387,11 +397,11 @@ fn suppressed(keys: &[String], i: usize, len: usize) -> bool {
     false
 }
 
-fn cued(keys: &[String], i: usize) -> bool {
+fn cued(keys: &[&str], i: usize) -> bool {
     let ctx = &*CONTEXT;
     keys[i.saturating_sub(3)..i]
         .iter()
-        .any(|w| ctx.cues.contains(w.as_str()))
+        .any(|w| ctx.cues.contains(w))
 }
 
 /// Run `form.secret` over a form. `allow` holds folded exempt property names.
@@ -411,12 +421,12 @@ pub(crate) fn check_form(
             continue;
         }
         let kind = schema::kind_of(prop);
-        let loc = format!("properties.{}", key_loc(name));
+        let loc = || format!("properties.{}", key_loc(name));
         if let Some(f) = prop.get("format").and_then(Value::as_str) {
             if text::fold(f) == "password" {
                 hits.add(
                     RuleId::FormSecret,
-                    format!("{loc}.format"),
+                    format!("{}.format", loc()),
                     "secret.format:password",
                 );
             }
@@ -424,7 +434,7 @@ pub(crate) fn check_form(
         if prop.get("writeOnly").and_then(Value::as_bool) == Some(true) {
             hits.add(
                 RuleId::FormSecret,
-                format!("{loc}.writeOnly"),
+                format!("{}.writeOnly", loc()),
                 "secret.write_only",
             );
         }
@@ -433,18 +443,18 @@ pub(crate) fn check_form(
         }
         free_input = true;
         if let Some(d) = lexicon.scan(name, Role::Label) {
-            hits.add(RuleId::FormSecret, loc.clone(), d);
+            hits.add(RuleId::FormSecret, loc(), d);
         }
         if let Some(d) = prop
             .get("title")
             .and_then(Value::as_str)
             .and_then(|t| lexicon.scan(t, Role::Label))
         {
-            hits.add(RuleId::FormSecret, format!("{loc}.title"), d);
+            hits.add(RuleId::FormSecret, format!("{}.title", loc()), d);
         }
         let description = prop.get("description").and_then(Value::as_str);
         if let Some(d) = description.and_then(|t| lexicon.scan(t, Role::Prose)) {
-            hits.add(RuleId::FormSecret, format!("{loc}.description"), d);
+            hits.add(RuleId::FormSecret, format!("{}.description", loc()), d);
         }
     }
     if !free_input {

@@ -439,6 +439,8 @@ fn findings_never_contain_values() {
     }
 }
 
+const PINNED_FINGERPRINT: u64 = 0x7166_a685_fe3b_132a;
+
 #[test]
 fn fingerprint_is_stable_and_sensitive() {
     let a = json!({"message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"string"},"b":{"type":"boolean"}}}});
@@ -446,7 +448,10 @@ fn fingerprint_is_stable_and_sensitive() {
     let fa = fingerprint(&ElicitationView::from_params(&a));
     assert_eq!(fa, fingerprint(&ElicitationView::from_params(&b)));
     // Pinned value: the algorithm must not change between releases (pending tables survive reloads).
-    assert_eq!(fa, fingerprint(&ElicitationView::from_params(&a)));
+    assert_eq!(
+        fa, PINNED_FINGERPRINT,
+        "fingerprint algorithm changed: {fa:#018x}"
+    );
     let c = json!({"message":"m2","requestedSchema":a["requestedSchema"].clone()});
     assert_ne!(fa, fingerprint(&ElicitationView::from_params(&c)));
     let u1 = json!({"mode":"url","url":"https://a.example/1","message":"m"});

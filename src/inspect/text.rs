@@ -118,6 +118,9 @@ pub(crate) struct Word {
 /// scripts. Compact-script runs act as separators here (they are matched on the
 /// compact form instead).
 pub(crate) fn words(text: &str) -> Vec<Word> {
+    if text.is_ascii() {
+        return ascii_words(text);
+    }
     let text = nfkc(text);
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
@@ -155,6 +158,49 @@ pub(crate) fn words(text: &str) -> Vec<Word> {
         }
     }
     flush(&mut current, &mut non_latin, &mut out);
+    out
+}
+
+/// [`words`] for ASCII input: same boundaries, no intermediate buffers.
+fn ascii_words(text: &str) -> Vec<Word> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut start: Option<usize> = None;
+    let push = |out: &mut Vec<Word>, s: usize, e: usize| {
+        let mut folded = text[s..e].to_string();
+        folded.make_ascii_lowercase();
+        out.push(Word {
+            folded,
+            non_latin: false,
+        });
+    };
+    for i in 0..b.len() {
+        let c = b[i];
+        if !c.is_ascii_alphanumeric() {
+            if let Some(s) = start.take() {
+                push(&mut out, s, i);
+            }
+            continue;
+        }
+        match start {
+            None => start = Some(i),
+            Some(s) if c.is_ascii_uppercase() && i > s => {
+                let prev = b[i - 1];
+                let next_lower = b.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+                let boundary = prev.is_ascii_lowercase()
+                    || (prev.is_ascii_uppercase() && next_lower)
+                    || (prev.is_ascii_digit() && next_lower);
+                if boundary {
+                    push(&mut out, s, i);
+                    start = Some(i);
+                }
+            }
+            Some(_) => {}
+        }
+    }
+    if let Some(s) = start {
+        push(&mut out, s, b.len());
+    }
     out
 }
 
@@ -210,6 +256,28 @@ mod tests {
     fn compact_keeps_thai_marks_and_drops_spaces() {
         assert_eq!(compact("รหัส ผ่าน"), compact("รหัสผ่าน"));
         assert_eq!(compact("請輸入 密碼！"), "請輸入密碼");
+    }
+
+    #[test]
+    fn ascii_fast_path_matches_general_path() {
+        for s in [
+            "apiKey",
+            "APIKey",
+            "x-api-key",
+            "Auth2Token",
+            "2FA code",
+            "  a__b--C ",
+            "HTTPServer2Go",
+            "already lower",
+        ] {
+            let fast: Vec<_> = ascii_words(s).into_iter().map(|w| w.folded).collect();
+            // Route through the general path by appending a non-ASCII separator.
+            let general: Vec<_> = words(&format!("{s}\u{00a0}"))
+                .into_iter()
+                .map(|w| w.folded)
+                .collect();
+            assert_eq!(fast, general, "{s}");
+        }
     }
 
     #[test]

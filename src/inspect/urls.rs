@@ -29,7 +29,6 @@ use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use percent_encoding::percent_decode_str;
-use regex::Regex;
 use unicode_security::MixedScript;
 use url::{Host, Url};
 
@@ -120,33 +119,31 @@ const TRIVIAL_VALUES: &[&str] = &[
     "true", "false", "0", "1", "yes", "no", "null", "none", "on", "off",
 ];
 
-#[allow(clippy::expect_used)]
-fn re(p: &str) -> Regex {
-    Regex::new(p).expect("static regex compiles")
-}
+const LINK_PATTERNS: [(&str, &str); 7] = [
+    (r"(?i)\b[a-z][a-z0-9+.\-]{1,31}://[^\s]", "link.url"),
+    (r"(?i)\b(?:javascript|vbscript):\S", "link.script"),
+    (r"(?i)\bdata:[a-z]+/[a-z0-9.+\-]+[;,]", "link.data"),
+    (r"(?i)\bmailto:\S", "link.mailto"),
+    (r"(?i)\b(?:tel|sms|callto):\+?[0-9]", "link.tel"),
+    (r"(?i)\bfile:/", "link.file"),
+    (r"(?i)\bwww\.[a-z0-9\-]+\.[a-z]", "link.www"),
+];
 
-static LINKS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    [
-        (r"(?i)\b[a-z][a-z0-9+.\-]{1,31}://[^\s]", "link.url"),
-        (r"(?i)\b(?:javascript|vbscript):\S", "link.script"),
-        (r"(?i)\bdata:[a-z]+/[a-z0-9.+\-]+[;,]", "link.data"),
-        (r"(?i)\bmailto:\S", "link.mailto"),
-        (r"(?i)\b(?:tel|sms|callto):\+?[0-9]", "link.tel"),
-        (r"(?i)\bfile:/", "link.file"),
-        (r"(?i)\bwww\.[a-z0-9\-]+\.[a-z]", "link.www"),
-    ]
-    .into_iter()
-    .map(|(p, d)| (re(p), d))
-    .collect()
+#[allow(clippy::expect_used)]
+static LINKS: LazyLock<regex::RegexSet> = LazyLock::new(|| {
+    regex::RegexSet::new(LINK_PATTERNS.iter().map(|(p, _)| p)).expect("static regex set compiles")
 });
 
 /// The link detector that fires on `text`, if any.
 pub(crate) fn find_link(text_in: &str) -> Option<&'static str> {
     let t = text::nfkc(text_in);
-    if !t.contains(':') && !t.to_ascii_lowercase().contains("www.") {
+    let b = t.as_bytes();
+    let maybe =
+        memchr::memchr(b':', b).is_some() || b.windows(4).any(|w| w.eq_ignore_ascii_case(b"www."));
+    if !maybe {
         return None;
     }
-    LINKS.iter().find(|(r, _)| r.is_match(&t)).map(|(_, d)| *d)
+    LINKS.matches(&t).iter().next().map(|i| LINK_PATTERNS[i].1)
 }
 
 /// Repeated percent-decoding, bounded.

@@ -17,7 +17,7 @@
 use super::body::{Relay, RelayMetrics, ResponseBody};
 use super::headers;
 use super::{Gateway, Route};
-use crate::enforce::judge::StreamJudge;
+use crate::enforce::judge::{ServerChannel, StreamJudge};
 use crate::enforce::{ClientVerdict, Exchange};
 use crate::error::GatewayError;
 use crate::mcp::jsonrpc::Envelope;
@@ -130,8 +130,10 @@ async fn exchange(
     let (body, substitute_response) =
         match enforcer.on_client_message(&mut exchange, &parts.method, body) {
             ClientVerdict::Forward(body) => (body, None),
-            ClientVerdict::Reject(response) => return Ok(response),
-            ClientVerdict::Substitute { body, response } => (body, Some(response)),
+            ClientVerdict::Reject(rejection) => return Ok(rejection.into_response()),
+            ClientVerdict::Substitute { body, rejection } => {
+                (body, Some(rejection.into_response()))
+            }
         };
 
     headers::to_upstream(&mut parts.headers, conn.peer.ip(), conn.scheme);
@@ -193,9 +195,8 @@ async fn relay_response(
     if !event_stream && exchange.judges_json_response() && is_json(&parts.headers) {
         let limit = limits.max_response_body.as_u64();
         let bytes = read_response(body, limit, idle).await?;
-        let judged = gateway
-            .enforcer
-            .judge_json_body(&exchange, bytes, &route.upstream);
+        let channel = ServerChannel::Http(route.upstream.clone());
+        let judged = gateway.enforcer.judge_json_body(&exchange, bytes, &channel);
         parts.headers.remove(header::CONTENT_LENGTH);
         return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
     }
@@ -220,8 +221,8 @@ async fn relay_response(
         let max_event = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
         let judge = StreamJudge {
             enforcer: gateway.enforcer.clone(),
-            exchange: Arc::new(exchange),
-            upstream: route.upstream.clone(),
+            exchange,
+            channel: ServerChannel::Http(route.upstream.clone()),
         };
         ResponseBody::Relay(Box::new(Relay::new(
             body,

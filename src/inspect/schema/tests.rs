@@ -201,7 +201,7 @@ fn texts_are_enumerated_with_locations() {
     let schema = json!({"type":"object","properties":{"e":{"type":"string","title":"T","oneOf":[{"const":"a","title":"A"}],"default":"a"}}});
     let mut seen = Vec::new();
     for_each_text(&schema, |loc, role, s| {
-        seen.push((loc, role, s.to_string()))
+        seen.push((loc.render(), role, s.to_string()))
     });
     assert!(seen.contains(&("properties.e.name".into(), TextRole::Key, "e".into())));
     assert!(seen.contains(&("properties.e.title".into(), TextRole::Label, "T".into())));

@@ -193,7 +193,12 @@ fn suppressors_and_meta_words() {
         assert_eq!(prose(t), None, "{t}");
     }
     assert!(prose("Enter the password for the policy").is_some());
-    assert!(prose("Enter a name for the new API key").is_some());
+    assert_eq!(prose("Enter a name for the new API key"), None);
+    assert_eq!(prose("Number of API keys to create"), None);
+    assert_eq!(prose("Name your personal access token"), None);
+    assert!(prose("Enter your new password").is_some());
+    assert!(prose("Label the API key you will paste").is_some());
+    assert!(prose("Enter the code from your authenticator app").is_some());
 }
 
 #[test]

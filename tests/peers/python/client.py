@@ -1,5 +1,9 @@
 #!/usr/bin/env python3
-"""elicitgate test peer: MCP client (Python SDK `mcp`) over Streamable HTTP.
+"""elicitgate test peer: MCP client (Python SDK `mcp`) over Streamable HTTP, stdio or HTTP+SSE.
+
+--transport http (default) --url http://host:port/mcp
+--transport stdio --command "<shell words>"  (spawned with the SDK's stdio_client; full environment)
+--transport sse --url http://host:port/sse    (deprecated 2024-11-05 HTTP+SSE, SDK's sse_client)
 
 Calls one tool, answers every elicitation with --answer, prints exactly one JSON line:
   {"ok": true, "result": <first text content, JSON-parsed if JSON>, "elicitations": [...], ...}
@@ -12,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import signal
 import sys
 import threading
@@ -20,6 +25,7 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client
+import mcp.client.stdio as sdk_stdio
 from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
@@ -86,6 +92,35 @@ class CapsClient(Client):
         return session
 
 
+CHILD_PIDS: list[int] = []  # stdio server processes (own session / process group), for the hard timeout
+
+
+def _track_spawns() -> None:
+    """Record the pid of every process the SDK's stdio_client spawns (it starts each in a new session)."""
+    original = sdk_stdio._create_platform_compatible_process  # noqa: SLF001
+
+    async def spawn(*a: Any, **kw: Any) -> Any:
+        process = await original(*a, **kw)
+        CHILD_PIDS.append(process.pid)
+        return process
+
+    sdk_stdio._create_platform_compatible_process = spawn  # noqa: SLF001
+
+
+def server_target(args: argparse.Namespace) -> Any:
+    """What `Client(server=...)` gets for --transport."""
+    if args.transport == "stdio":
+        argv = shlex.split(args.command)
+        # The SDK passes only HOME/LOGNAME/PATH/SHELL/TERM/USER by default; the tests' server (or the
+        # gateway in front of it) may need more (RUST_LOG, PEER_*...), so the child gets our environment.
+        return sdk_stdio.StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+    if args.transport == "sse":
+        from mcp.client.sse import sse_client
+
+        return sse_client(args.url, timeout=args.timeout, sse_read_timeout=args.timeout)
+    return args.url
+
+
 async def run(args: argparse.Namespace, out: dict[str, Any]) -> None:
     caps = CAPS[args.caps]
     content = json.loads(args.content) if args.content else None
@@ -134,7 +169,7 @@ async def run(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
     CapsClient.forced_caps = caps
     client = CapsClient(
-        args.url,
+        server_target(args),
         mode=ERA_MODE[args.era],
         elicitation_callback=on_elicit,
         message_handler=on_message,
@@ -170,7 +205,9 @@ async def run(args: argparse.Namespace, out: dict[str, Any]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--url", required=True)
+    ap.add_argument("--transport", choices=["http", "stdio", "sse"], default="http")
+    ap.add_argument("--url", default=None, help="http: the MCP endpoint; sse: the SSE GET endpoint (e.g. .../sse)")
+    ap.add_argument("--command", default=None, help="stdio: server command line, split with shlex")
     ap.add_argument("--tool", required=True)
     ap.add_argument("--args", default=None, help="tool arguments as a JSON object")
     ap.add_argument("--era", choices=sorted(ERA_MODE), default="legacy",
@@ -180,6 +217,12 @@ def main() -> None:
     ap.add_argument("--content", default=None, help="JSON object sent as content on a form accept")
     ap.add_argument("--timeout", type=float, default=30.0, help="overall timeout in seconds")
     args = ap.parse_args()
+    if args.transport == "stdio":
+        if not args.command or not shlex.split(args.command):
+            ap.error("--transport stdio needs --command")
+        _track_spawns()
+    elif not args.url:
+        ap.error(f"--transport {args.transport} needs --url")
 
     out: dict[str, Any] = {"ok": False, "elicitations": [], "completions": [], "notifications": []}
     lock = threading.Lock()
@@ -192,14 +235,22 @@ def main() -> None:
                 printed = True
                 emit(obj)
 
+    # stdio shutdown (stdin EOF, 2 s grace, SIGTERM to the group, 2 s, SIGKILL) is bounded by ~6 s.
+    grace = 10 if args.transport == "stdio" else 5
+
     def hard_timeout(*_: Any) -> None:  # backstop if cancellation itself hangs
         out["ok"] = False
-        out["error"] = {"code": None, "message": f"hard timeout after {args.timeout + 5}s", "data": None, "local": True}
+        out["error"] = {"code": None, "message": f"hard timeout after {args.timeout + grace}s", "data": None, "local": True}
         finish(out)
+        for pid in CHILD_PIDS:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
         os._exit(0)
 
     signal.signal(signal.SIGALRM, hard_timeout)
-    signal.alarm(int(args.timeout) + 5)
+    signal.alarm(int(args.timeout) + grace)
 
     async def bounded() -> None:
         with anyio.move_on_after(args.timeout) as scope:

@@ -1,13 +1,19 @@
 #!/usr/bin/env python3
-"""elicitgate test peer: MCP server (Python SDK `mcp`) over Streamable HTTP.
+"""elicitgate test peer: MCP server (Python SDK `mcp`) over Streamable HTTP, stdio or HTTP+SSE.
 
-One endpoint serves both eras (the SDK routes on the `MCP-Protocol-Version` header):
+--transport http (default): one endpoint serves both eras (the SDK routes on the
+`MCP-Protocol-Version` header):
   * legacy (2025-xx): initialize + Mcp-Session-Id, stateful session, elicitation sent as a
     server->client `elicitation/create` request on the tools/call POST's SSE stream;
   * modern (2026-07-28): stateless, elicitation returned as an `input_required` result
     (`inputRequests` + sealed `requestState`), answered by the client's retry.
+--transport stdio: newline-delimited JSON-RPC on stdin/stdout; the client's first request picks
+  the era for the whole process (the SDK's dual-era loop): `initialize` => legacy, a request
+  carrying the 2026-07-28 `_meta` envelope => modern. Nothing but protocol goes to stdout.
+--transport sse: the deprecated 2024-11-05 HTTP+SSE transport (GET --path, default /sse;
+  POST /messages/?session_id=<hex>); each GET stream is one connection, era picked like stdio.
 
-Prints exactly one line `READY <port>` on stdout once listening. See ../README.md.
+HTTP transports print exactly one line `READY <port>` on stdout once listening. See ../README.md.
 """
 
 from __future__ import annotations
@@ -15,9 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import contextvars
 import socket
 import sys
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -25,7 +34,9 @@ import mcp_types as types
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared._context_streams import ContextReceiveStream
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 
 # --------------------------------------------------------------------------- fixtures
@@ -283,14 +294,116 @@ def era_filter(app: Any, era: str) -> Any:
     return wrapped
 
 
+def _has_modern_envelope(params: dict[str, Any] | None) -> bool:
+    """Same signal the SDK's dual-era loop uses: the reserved protocol-version key in `_meta`."""
+    meta = (params or {}).get("_meta")
+    return isinstance(meta, dict) and types.PROTOCOL_VERSION_META_KEY in meta
+
+
+def _era_rejection(request: types.JSONRPCRequest, era: str) -> types.ErrorData | None:
+    """The error the single-era filter answers for `request`, or None to let it through."""
+    modern = request.method != "initialize" and _has_modern_envelope(request.params)
+    if era == "legacy" and modern:
+        pv = (request.params or {}).get("_meta", {}).get(types.PROTOCOL_VERSION_META_KEY)
+        return types.ErrorData(code=types.INVALID_REQUEST, message=f"Bad Request: Unsupported protocol version: {pv}")
+    if era == "modern" and not modern:
+        requested = (request.params or {}).get("protocolVersion") if request.method == "initialize" else None
+        return types.ErrorData(
+            code=types.UNSUPPORTED_PROTOCOL_VERSION,
+            message="Unsupported protocol version",
+            data={"supported": list(MODERN_PROTOCOL_VERSIONS), "requested": requested or "2025-03-26"},
+        )
+    return None
+
+
+@asynccontextmanager
+async def era_filtered_stream(read_stream: Any, write_stream: Any, era: str) -> AsyncIterator[Any]:
+    """Single-era mode for the stream transports (stdio, HTTP+SSE): requests of the other era are
+    answered here with a JSON-RPC error and never reach the SDK (which would otherwise lock the
+    connection to whichever era the first request used)."""
+    if era == "dual":
+        yield read_stream
+        return
+    raw_send, raw_receive = anyio.create_memory_object_stream[tuple[contextvars.Context, Any]](0)
+
+    async def pump() -> None:
+        async with raw_send:
+            async for item in read_stream:
+                ctx = getattr(read_stream, "last_context", None) or contextvars.copy_context()
+                if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCRequest):
+                    err = _era_rejection(item.message, era)
+                    if err is not None:
+                        log.info("era filter (%s) rejected %s", era, item.message.method)
+                        try:
+                            await write_stream.send(
+                                SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=item.message.id, error=err))
+                            )
+                        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                            return
+                        continue
+                await raw_send.send((ctx, item))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump)
+        yield ContextReceiveStream(raw_receive)
+        tg.cancel_scope.cancel()
+
+
+async def serve_stream(mcp: MCPServer, read_stream: Any, write_stream: Any, era: str) -> None:
+    """One connection over a duplex stream pair; the SDK's dual-era loop picks the era."""
+    low = mcp._lowlevel_server  # noqa: SLF001 - what MCPServer.run_stdio_async / sse_app do
+    async with era_filtered_stream(read_stream, write_stream, era) as filtered:
+        await low.run(filtered, write_stream, low.create_initialization_options())
+
+
+def run_stdio(mcp: MCPServer, era: str) -> None:
+    from mcp.server.stdio import stdio_server
+
+    async def serve() -> None:
+        # While serving, the SDK points fd 1 at stderr: stray prints cannot corrupt the wire.
+        async with stdio_server() as (read_stream, write_stream):
+            await serve_stream(mcp, read_stream, write_stream, era)
+
+    try:
+        anyio.run(serve)
+    except KeyboardInterrupt:
+        pass
+
+
+def sse_app(mcp: MCPServer, sse_path: str, security: TransportSecuritySettings | None, era: str) -> Any:
+    """The deprecated HTTP+SSE transport, as MCPServer.sse_app builds it, plus the era filter."""
+    from mcp.server.sse import SseServerTransport
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Mount, Route
+
+    sse = SseServerTransport(SSE_MESSAGE_PATH, security_settings=security)
+
+    async def handle_sse(request: Request) -> Response:
+        async with sse.connect_sse(request.scope, request.receive, request._send) as (read_stream, write_stream):  # noqa: SLF001
+            await serve_stream(mcp, read_stream, write_stream, era)
+        return Response()
+
+    return Starlette(routes=[
+        Route(sse_path, endpoint=handle_sse, methods=["GET"]),
+        Mount(SSE_MESSAGE_PATH, app=sse.handle_post_message),
+    ])
+
+
+SSE_MESSAGE_PATH = "/messages/"  # the SDK's default; endpoint event data = /messages/?session_id=<uuid hex>
+
+
 # --------------------------------------------------------------------------- main
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--transport", choices=["http", "stdio", "sse"], default="http",
+                    help="http = Streamable HTTP (default); stdio; sse = deprecated 2024-11-05 HTTP+SSE")
     ap.add_argument("--port", type=int, default=0, help="0 = pick a free port (printed in READY line)")
     ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--path", default="/mcp")
+    ap.add_argument("--path", default=None, help="MCP endpoint (http, default /mcp) or SSE GET path (sse, default /sse)")
     ap.add_argument("--era", choices=["dual", "legacy", "modern"], default="dual")
     ap.add_argument("--ignore-caps", action="store_true",
                     help="elicit even when the client did not declare that mode (misbehaving server)")
@@ -304,15 +417,30 @@ def main() -> None:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, stream=sys.stderr)
 
     mcp = build_server(Peer(ignore_caps=args.ignore_caps, sse_notify=args.sse_notify))
-    security = None if args.dns_rebinding_protection else TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = mcp.streamable_http_app(
-        streamable_http_path=args.path,
-        json_response=False,  # legacy: SSE on the POST so elicitation/create can ride it
-        stateless_http=False,  # legacy: stateful sessions (Mcp-Session-Id)
-        transport_security=security,
-        host=args.host,
-    )
-    asgi = era_filter(app, args.era)
+
+    if args.transport == "stdio":
+        run_stdio(mcp, args.era)
+        return
+
+    if args.transport == "sse":
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        if args.dns_rebinding_protection:
+            security = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
+                allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+            )
+        asgi = sse_app(mcp, args.path or "/sse", security, args.era)
+    else:
+        security = None if args.dns_rebinding_protection else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        app = mcp.streamable_http_app(
+            streamable_http_path=args.path or "/mcp",
+            json_response=False,  # legacy: SSE on the POST so elicitation/create can ride it
+            stateless_http=False,  # legacy: stateful sessions (Mcp-Session-Id)
+            transport_security=security,
+            host=args.host,
+        )
+        asgi = era_filter(app, args.era)
 
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

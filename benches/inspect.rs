@@ -1,0 +1,113 @@
+//! `cargo bench --bench inspect`: cost of one `inspect` call on a typical form, a
+//! 50-field form, and a URL-mode request, plus `extract_all` + `inspect` from a parsed
+//! JSON-RPC message and `check_response` on a typical answer.
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use elicitgate::elicitation::{extract_all, ClientCaps, ElicitationView};
+use elicitgate::inspect::{check_response, inspect, AskedElicitation, Era, InspectContext};
+use elicitgate::policy::{compile_all, Policy};
+use serde_json::{json, Map, Value};
+
+fn typical_form() -> Value {
+    json!({"mode":"form","message":"Confirm the deployment to the target environment","requestedSchema":{"type":"object","properties":{
+        "environment":{"type":"string","title":"Environment","oneOf":[{"const":"stg","title":"Staging"},{"const":"prd","title":"Production"}],"default":"stg"},
+        "branch":{"type":"string","title":"Branch","minLength":1,"description":"Git branch to release"},
+        "notify":{"type":"boolean","title":"Notify the on-call channel","default":true},
+        "window":{"type":"string","format":"date-time","title":"Deploy at"}},"required":["environment","branch"]}})
+}
+
+fn big_form() -> Value {
+    let mut props = Map::new();
+    for i in 0..50 {
+        let p = match i % 5 {
+            0 => {
+                json!({"type":"string","title":format!("Customer reference {i}"),"description":"Free text shown on the invoice","maxLength":200})
+            }
+            1 => {
+                json!({"type":"integer","title":format!("Quantity {i}"),"minimum":0,"maximum":1000})
+            }
+            2 => json!({"type":"boolean","title":format!("Include item {i}"),"default":false}),
+            3 => {
+                json!({"type":"string","enum":["low","medium","high"],"enumNames":["Low","Medium","High"],"title":format!("Priority {i}")})
+            }
+            _ => {
+                json!({"type":"array","items":{"anyOf":[{"const":"a","title":"Alpha"},{"const":"b","title":"Beta"}]},"title":format!("Tags {i}")})
+            }
+        };
+        props.insert(format!("field_{i}"), p);
+    }
+    json!({"message":"Please review the order details","requestedSchema":{"type":"object","properties":props}})
+}
+
+fn url_request() -> Value {
+    json!({"mode":"url","elicitationId":"e-42","message":"Connect your GitHub account to continue.",
+           "url":"https://mcp.example.com/connect/github?flow=8f1c2a9b&state=Zm9vYmFy&redirect_uri=https%3A%2F%2Fmcp.example.com%2Fcb"})
+}
+
+fn bench(c: &mut Criterion) {
+    let builtin = Policy::builtin_default();
+    let mut m = Map::new();
+    m.insert("wide".into(), json!({"form":{"max_properties":100}}));
+    let (set, _) = compile_all(&m, &[("r".into(), Some("wide".into()))]).expect("policy");
+    let wide = set.for_route("r");
+    let caps = ClientCaps::form_and_url();
+    let ctx = InspectContext::standalone(Era::Legacy2025_11);
+
+    let form = typical_form();
+    let big = big_form();
+    let url = url_request();
+    c.bench_function("inspect/typical_form", |b| {
+        b.iter(|| {
+            inspect(
+                black_box(&ElicitationView::from_params(&form)),
+                &caps,
+                &ctx,
+                &builtin,
+            )
+        })
+    });
+    c.bench_function("inspect/form_50_fields", |b| {
+        b.iter(|| {
+            inspect(
+                black_box(&ElicitationView::from_params(&big)),
+                &caps,
+                &ctx,
+                &wide,
+            )
+        })
+    });
+    c.bench_function("inspect/url", |b| {
+        b.iter(|| {
+            inspect(
+                black_box(&ElicitationView::from_params(&url)),
+                &caps,
+                &ctx,
+                &builtin,
+            )
+        })
+    });
+    let message =
+        json!({"jsonrpc":"2.0","id":7,"method":"elicitation/create","params":typical_form()});
+    let text = message.to_string();
+    c.bench_function("parse+extract+inspect/typical_form", |b| {
+        b.iter(|| {
+            let v: Value = serde_json::from_str(black_box(&text)).expect("json");
+            let views = extract_all(&v);
+            views
+                .iter()
+                .filter(|view| inspect(view, &caps, &ctx, &builtin).is_deny())
+                .count()
+        })
+    });
+    c.bench_function("serde_json::from_str/typical_form", |b| {
+        b.iter(|| serde_json::from_str::<Value>(black_box(&text)).expect("json"))
+    });
+    let asked = AskedElicitation::from_view(&ElicitationView::from_params(&form)).expect("asked");
+    let answer = json!({"action":"accept","content":{"environment":"prd","branch":"release/2026-08","notify":true,"window":"2026-08-01T10:00:00Z"}});
+    c.bench_function("check_response/typical_form", |b| {
+        b.iter(|| check_response(&asked, black_box(&answer), &builtin))
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
