@@ -29,6 +29,7 @@ pub mod policy;
 pub mod proxy;
 pub mod reload;
 pub mod settings;
+pub mod stdio;
 pub mod tls;
 
 use anyhow::Context;
@@ -47,6 +48,23 @@ impl Shutdown {
     /// Resolves once shutdown has been requested (at once if it already was).
     pub async fn wait(&mut self) {
         let _ = self.0.wait_for(|stopping| *stopping).await;
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn wait_for_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "Cannot listen for SIGTERM; stopping on Ctrl-C only.");
+            let _ = tokio::signal::ctrl_c().await;
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
     }
 }
 
@@ -86,11 +104,22 @@ pub fn audit_sink_for(
     settings: &Settings,
     metrics: &metrics::Metrics,
 ) -> anyhow::Result<audit::sink::AuditSink> {
+    audit_sink_with(settings, metrics, false)
+}
+
+/// [`audit_sink_for`]; with `protocol_on_stdout`, a `stdout` sink writes to stderr instead
+/// (stdio mode, where standard output carries the MCP protocol).
+pub fn audit_sink_with(
+    settings: &Settings,
+    metrics: &metrics::Metrics,
+    protocol_on_stdout: bool,
+) -> anyhow::Result<audit::sink::AuditSink> {
     use audit::sink::{AuditSink, Target};
     use settings::AuditSinkKind;
     let a = &settings.audit;
     let target = match (a.sink, &a.file) {
         (AuditSinkKind::Off, _) => Target::Discard,
+        (AuditSinkKind::Stdout, _) if protocol_on_stdout => Target::Stderr,
         (AuditSinkKind::Stdout, _) => Target::Stdout,
         (AuditSinkKind::File, Some(path)) => Target::File {
             path: path.clone(),

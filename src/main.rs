@@ -47,6 +47,22 @@ enum Command {
         /// The document to judge; `-` or absent reads standard input.
         file: Option<PathBuf>,
     },
+    /// Relay a local MCP server over stdio with the same enforcement: the client starts
+    /// elicitgate instead of the server, e.g. `elicitgate stdio --config c.yaml -- python server.py`.
+    Stdio {
+        /// Configuration file (YAML) with the policies.
+        #[arg(long, short)]
+        config: PathBuf,
+        /// Use this route's policy (default: the first route's, else the shared default).
+        #[arg(long)]
+        route: Option<String>,
+        /// Also serve /metrics, /healthz and /readyz here (stdout carries the protocol).
+        #[arg(long)]
+        admin_listen: Option<std::net::SocketAddr>,
+        /// The server command and its arguments, after `--`.
+        #[arg(required = true, last = true)]
+        command: Vec<String>,
+    },
     /// Run the gateway on loopback in front of a built-in MCP server and show five decisions.
     Demo {
         /// Leave the gateway and demo server running afterwards for a manual client.
@@ -76,31 +92,20 @@ fn load(config: &std::path::Path) -> Result<Settings, ExitCode> {
 }
 
 async fn serve(settings: Settings, config: PathBuf) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        !settings.routes.is_empty(),
+        "{}: `serve` needs at least one route",
+        config.display()
+    );
     let options = elicitgate::Options {
         config_path: Some(config),
         audit_sink: None,
     };
     let running = elicitgate::start_with(settings, options).await?;
-    wait_for_signal().await;
+    elicitgate::wait_for_signal().await;
     tracing::info!("Shutdown requested.");
     running.shutdown().await;
     Ok(())
-}
-
-async fn wait_for_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(e) => {
-            tracing::error!(error = %e, "Cannot listen for SIGTERM; stopping on Ctrl-C only.");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
-        }
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
 }
 
 /// `inspect`: exit 0 allow, 1 deny, 2 usage or parse error (with `{"error":…}`).
@@ -164,6 +169,35 @@ fn main() -> ExitCode {
             capabilities,
             file,
         } => inspect(&config, route.as_deref(), &capabilities, file.as_deref()),
+        Command::Stdio {
+            config,
+            route,
+            admin_listen,
+            command,
+        } => {
+            let settings = match load(&config) {
+                Ok(s) => s,
+                Err(code) => return code,
+            };
+            init_tracing(&settings);
+            let runtime = match tokio::runtime::Runtime::new() {
+                Ok(rt) => rt,
+                Err(e) => {
+                    eprintln!("error: cannot start the runtime: {e}");
+                    return ExitCode::from(1);
+                }
+            };
+            if admin_listen.is_some() {
+                tracing::warn!("--admin-listen is not served in stdio mode yet; metrics are only in the audit log.");
+            }
+            match runtime.block_on(elicitgate::stdio::run(settings, route, command)) {
+                Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Command::Demo { keep_running } => {
             let runtime = match tokio::runtime::Runtime::new() {
                 Ok(rt) => rt,

@@ -295,8 +295,8 @@ impl Settings {
         for key in unknown {
             errors.push(format!("unknown key `{key}`"));
         }
-        let listen = field::<SocketAddr>(&top, "listen", &mut errors);
-        let admin_listen = field::<SocketAddr>(&top, "admin_listen", &mut errors);
+        let listen = optional::<SocketAddr>(&top, "listen", &mut errors);
+        let admin_listen = optional::<SocketAddr>(&top, "admin_listen", &mut errors);
         let tls = optional::<TlsSettings>(&top, "tls", &mut errors);
         let limits = optional::<Limits>(&top, "limits", &mut errors).unwrap_or_default();
         let timeouts = optional::<Timeouts>(&top, "timeouts", &mut errors).unwrap_or_default();
@@ -327,8 +327,8 @@ impl Settings {
             }
         };
         let mut settings = Settings {
-            listen: listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
-            admin_listen: admin_listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0))),
+            listen: listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
+            admin_listen: admin_listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 9090))),
             tls,
             limits,
             timeouts,
@@ -340,6 +340,12 @@ impl Settings {
         };
         settings.resolve_paths(base);
         settings.validate(&indices, &mut errors);
+        if settings.routes.is_empty() && !errors.iter().any(|e| e.starts_with("routes")) {
+            settings.warnings.push(
+                "routes: none configured; `serve` needs at least one (stdio and inspect do not)"
+                    .into(),
+            );
+        }
         if errors.is_empty() {
             Ok(settings)
         } else {
@@ -399,12 +405,6 @@ impl Settings {
             if value.is_zero() {
                 errors.push(format!("timeouts.{name}: must be greater than zero"));
             }
-        }
-        if self.routes.is_empty()
-            && indices.is_empty()
-            && !errors.iter().any(|e| e.starts_with("routes"))
-        {
-            errors.push("routes: at least one route is required".into());
         }
         for (n, (route, &i)) in self.routes.iter().zip(indices).enumerate() {
             route.validate(i, errors);
@@ -471,20 +471,6 @@ impl RouteSettings {
                 ));
             }
         }
-    }
-}
-
-fn field<T: DeserializeOwned>(
-    top: &config::Map<String, config::Value>,
-    key: &str,
-    errors: &mut Vec<String>,
-) -> Option<T> {
-    match top.get(key) {
-        None => {
-            errors.push(format!("missing key `{key}`"));
-            None
-        }
-        Some(v) => decode(v.clone(), key, errors),
     }
 }
 

@@ -16,6 +16,8 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 #[derive(Debug, Clone)]
 pub enum Target {
     Stdout,
+    /// Standard error: for stdio mode, where standard output carries the protocol.
+    Stderr,
     File {
         path: PathBuf,
         max_file_bytes: u64,
@@ -73,6 +75,7 @@ impl AuditSink {
 
 enum Output {
     Stdout(io::Stdout),
+    Stderr(io::Stderr),
     File {
         file: io::BufWriter<File>,
         path: PathBuf,
@@ -86,6 +89,7 @@ impl Output {
     fn open(target: Target) -> io::Result<Self> {
         match target {
             Target::Stdout | Target::Discard => Ok(Output::Stdout(io::stdout())),
+            Target::Stderr => Ok(Output::Stderr(io::stderr())),
             Target::File {
                 path,
                 max_file_bytes,
@@ -107,6 +111,11 @@ impl Output {
     fn write_line(&mut self, line: &str) -> io::Result<()> {
         match self {
             Output::Stdout(out) => {
+                let mut lock = out.lock();
+                lock.write_all(line.as_bytes())?;
+                lock.write_all(b"\n")
+            }
+            Output::Stderr(out) => {
                 let mut lock = out.lock();
                 lock.write_all(line.as_bytes())?;
                 lock.write_all(b"\n")
@@ -136,6 +145,7 @@ impl Output {
     fn flush(&mut self) -> io::Result<()> {
         match self {
             Output::Stdout(out) => out.flush(),
+            Output::Stderr(out) => out.flush(),
             Output::File { file, .. } => file.flush(),
         }
     }

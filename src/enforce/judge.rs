@@ -15,6 +15,7 @@ use crate::inspect::{self, AskedElicitation, InspectContext, RuleId, UnknownAnsw
 use crate::mcp::sse::{encode_event, SseFields};
 use crate::policy::{OnBlock, Policy};
 use crate::proxy::upstream::Upstream;
+use crate::proxy::EndpointMap;
 use bytes::Bytes;
 use http::{HeaderMap, Request};
 use http_body_util::{BodyExt, Full};
@@ -36,7 +37,7 @@ pub enum ServerVerdict {
 #[derive(Clone)]
 pub enum ServerChannel {
     /// POST to the upstream, in the client's session.
-    Http(Upstream),
+    Http(Box<Upstream>),
     /// Write a line to the server process's stdin.
     Stdio(tokio::sync::mpsc::UnboundedSender<Bytes>),
 }
@@ -46,12 +47,17 @@ pub struct StreamJudge {
     pub enforcer: Arc<Enforcer>,
     pub exchange: Exchange,
     pub channel: ServerChannel,
+    /// Rewrites the HTTP+SSE transport's `endpoint` event to a gateway path.
+    pub endpoints: Option<EndpointMap>,
 }
 
 impl StreamJudge {
     /// The bytes to forward for one raw event, or `None` to forward nothing.
     pub fn judge_event(&mut self, raw: Bytes) -> Option<Bytes> {
         let fields = SseFields::parse(&raw);
+        if fields.event == Some(&b"endpoint"[..]) {
+            return self.rewrite_endpoint(&fields);
+        }
         let Some(data) = fields.data.as_deref().filter(|d| !d.is_empty()) else {
             return Some(raw);
         };
@@ -79,6 +85,37 @@ impl StreamJudge {
                 Some(encode_event(event, id, &message.to_string()))
             }
         }
+    }
+}
+
+impl StreamJudge {
+    /// The 2024-11-05 HTTP+SSE transport announces where the client must POST. The client is
+    /// pointed at the gateway instead, this stream learns its session (every server message of
+    /// that transport, elicitations included, travels on it), and the gateway's own answers go
+    /// to the announced URI. An endpoint that cannot be mapped through this route is dropped:
+    /// a client posting straight to the upstream would bypass the gateway.
+    fn rewrite_endpoint(&mut self, fields: &SseFields<'_>) -> Option<Bytes> {
+        let announced = fields
+            .data
+            .as_deref()
+            .and_then(|d| std::str::from_utf8(d).ok())
+            .map(str::trim)?;
+        let Some((gateway_uri, upstream_uri)) =
+            self.endpoints.as_ref().and_then(|m| m.map(announced))
+        else {
+            tracing::error!(route = %self.exchange.route_name, "Dropped an HTTP+SSE endpoint that does not map through this route.");
+            return None;
+        };
+        let session = url::Url::parse(&upstream_uri).ok().and_then(|u| {
+            u.query_pairs()
+                .find(|(k, _)| k == "sessionId" || k == "session_id")
+                .map(|(_, v)| Arc::<str>::from(v.as_ref()))
+        });
+        self.exchange.session = session;
+        self.exchange.upstream_uri = upstream_uri;
+        self.exchange.associated = true;
+        let id = fields.id.and_then(|i| std::str::from_utf8(i).ok());
+        Some(encode_event(Some("endpoint"), id, &gateway_uri))
     }
 }
 
@@ -431,7 +468,7 @@ fn answer_server(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, bo
             enforcer.recorder.gateway_answer(&ex.route_name, ok);
             return;
         }
-        ServerChannel::Http(upstream) => upstream.clone(),
+        ServerChannel::Http(upstream) => (**upstream).clone(),
     };
     let uri = ex.upstream_uri.clone();
     let headers: HeaderMap = ex.answer_headers.clone();

@@ -35,6 +35,9 @@ use std::net::IpAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+/// The one session of a stdio connection.
+pub const STDIO_SESSION: &str = "stdio";
+
 /// JSON-RPC code the client receives when a 2026-07-28 result was blocked: an application
 /// code outside the ranges JSON-RPC and MCP reserve (-32768…-32000).
 pub const POLICY_BLOCKED_CODE: i64 = -31042;
@@ -171,9 +174,17 @@ impl Enforcer {
         headers: &HeaderMap,
         envelope: &Envelope,
         peer: IpAddr,
+        query: Option<&str>,
         upstream_uri: String,
     ) -> Exchange {
         let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        // Streamable HTTP names the session in a header; the 2024-11-05 HTTP+SSE transport in
+        // the POST URI's query (`sessionId` in the TypeScript SDK, `session_id` in Python's).
+        let session = header("mcp-session-id").map(Arc::from).or_else(|| {
+            url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                .find(|(k, _)| k == "sessionId" || k == "session_id")
+                .map(|(_, v)| Arc::from(v.as_ref()))
+        });
         let era = match header("mcp-protocol-version") {
             Some("2026-07-28") => Era::Stateless2026,
             Some("2025-06-18") | Some("2025-03-26") | Some("2024-11-05") => Era::Legacy2025_06,
@@ -196,7 +207,7 @@ impl Enforcer {
             route_name,
             upstream_label,
             era,
-            session: header("mcp-session-id").map(Arc::from),
+            session,
             principal,
             request_id: envelope.id.clone(),
             method: envelope.method,
@@ -209,6 +220,30 @@ impl Enforcer {
             call_name: None,
             task_id: None,
             upstream_uri,
+            answer_headers,
+        }
+    }
+
+    /// Starts an exchange for one message from a stdio client (one client, one session).
+    pub fn begin_stdio(&self, route_name: Arc<str>, envelope: &Envelope) -> Exchange {
+        let mut answer_headers = HeaderMap::new();
+        answer_headers.insert("content-type", HeaderValue::from_static("application/json"));
+        Exchange {
+            route: 0,
+            route_name,
+            upstream_label: Arc::from("stdio"),
+            era: Era::Legacy2025_11,
+            session: Some(Arc::from(STDIO_SESSION)),
+            principal: Arc::from("stdio"),
+            request_id: envelope.id.clone(),
+            method: envelope.method,
+            kind: envelope.kind,
+            associated: true,
+            init_caps: None,
+            request_caps: None,
+            call_name: None,
+            task_id: None,
+            upstream_uri: String::new(),
             answer_headers,
         }
     }
@@ -280,6 +315,11 @@ impl Enforcer {
                 ex.init_caps = Some(ClientCaps::none());
             }
             rewritten |= shaping::shape_initialize(&mut message, &policy);
+            // Transports whose session is known before the answer (HTTP+SSE's `sessionId`,
+            // stdio) record it now; Streamable HTTP learns it from the response head.
+            if let Some(session) = ex.session.clone() {
+                self.remember_session(ex, &session);
+            }
         } else if ex.era == Era::Stateless2026 {
             ex.request_caps = Some(
                 elicitation::capabilities_from_meta(&message)
@@ -298,12 +338,17 @@ impl Enforcer {
         }
     }
 
-    /// Records the session a legacy `initialize` created.
+    /// Records the session a legacy `initialize` created (Streamable HTTP: the response's
+    /// `Mcp-Session-Id`).
     pub fn on_response_head(&self, ex: &Exchange, headers: &HeaderMap) {
-        let (Some(caps), Some(session)) = (
-            ex.init_caps,
-            headers.get("mcp-session-id").and_then(|v| v.to_str().ok()),
-        ) else {
+        if let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            self.remember_session(ex, session);
+        }
+    }
+
+    /// Remembers the capabilities an `initialize` declared, for `session`.
+    pub fn remember_session(&self, ex: &Exchange, session: &str) {
+        let Some(caps) = ex.init_caps else {
             return;
         };
         let now = Instant::now();

@@ -252,12 +252,16 @@ fn schema_shape(view: &ElicitationView<'_>) -> Vec<(String, String)> {
                 "enum"
             } else {
                 // A closed set: the server chooses this text.
-                match schema.get("type").and_then(|t| t.as_str()) {
-                    Some(
-                        t @ ("string" | "number" | "integer" | "boolean" | "array" | "object"),
-                    ) => t,
-                    _ => "other",
-                }
+                schema
+                    .get("type")
+                    .and_then(|t| t.as_str())
+                    .filter(|t| {
+                        matches!(
+                            *t,
+                            "string" | "number" | "integer" | "boolean" | "array" | "object"
+                        )
+                    })
+                    .unwrap_or("other")
             };
             let kind = kind.to_owned();
             (name.chars().take(64).collect(), kind)

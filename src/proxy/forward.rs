@@ -125,6 +125,7 @@ async fn exchange(
         &parts.headers,
         envelope,
         conn.peer.ip(),
+        parts.uri.query(),
         uri.clone(),
     );
     let (body, substitute_response) =
@@ -195,7 +196,7 @@ async fn relay_response(
     if !event_stream && exchange.judges_json_response() && is_json(&parts.headers) {
         let limit = limits.max_response_body.as_u64();
         let bytes = read_response(body, limit, idle).await?;
-        let channel = ServerChannel::Http(route.upstream.clone());
+        let channel = ServerChannel::Http(Box::new(route.upstream.clone()));
         let judged = gateway.enforcer.judge_json_body(&exchange, bytes, &channel);
         parts.headers.remove(header::CONTENT_LENGTH);
         return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
@@ -222,7 +223,8 @@ async fn relay_response(
         let judge = StreamJudge {
             enforcer: gateway.enforcer.clone(),
             exchange,
-            channel: ServerChannel::Http(route.upstream.clone()),
+            channel: ServerChannel::Http(Box::new(route.upstream.clone())),
+            endpoints: Some(route.endpoint_map()),
         };
         ResponseBody::Relay(Box::new(Relay::new(
             body,

@@ -64,6 +64,15 @@ impl Route {
         (rest.is_empty() || rest.starts_with('/')).then_some(rest)
     }
 
+    /// How this route maps URIs its upstream announces.
+    pub fn endpoint_map(&self) -> EndpointMap {
+        EndpointMap {
+            prefix: self.prefix.clone(),
+            upstream_base: format!("{}{}", self.upstream_origin, self.upstream_path),
+            upstream_path_trimmed: self.upstream_path_trimmed.clone(),
+        }
+    }
+
     /// The upstream URI for a request to `<prefix><rest>?<query>`.
     pub fn upstream_uri(&self, rest: &str, query: Option<&str>) -> String {
         let mut uri = String::with_capacity(
@@ -81,6 +90,43 @@ impl Route {
             uri.push_str(q);
         }
         uri
+    }
+}
+
+/// Maps URIs an upstream announces (the HTTP+SSE transport's `endpoint` event) to gateway
+/// paths of the same route, so clients keep talking through the gateway.
+#[derive(Clone)]
+pub struct EndpointMap {
+    prefix: String,
+    upstream_base: String,
+    upstream_path_trimmed: String,
+}
+
+impl EndpointMap {
+    /// For an announced endpoint (absolute path or URL, relative to the upstream): the gateway
+    /// path to announce instead, and the absolute upstream URL it stands for. `None` when the
+    /// endpoint is on another origin or outside this route's upstream path.
+    pub fn map(&self, announced: &str) -> Option<(String, String)> {
+        let base = url::Url::parse(&self.upstream_base).ok()?;
+        let target = base.join(announced).ok()?;
+        if target.origin() != base.origin() {
+            return None;
+        }
+        let rest = target
+            .path()
+            .strip_prefix(self.upstream_path_trimmed.as_str())?;
+        if !(rest.is_empty() || rest.starts_with('/')) {
+            return None;
+        }
+        let mut gateway = format!("{}{rest}", self.prefix);
+        if gateway.is_empty() {
+            gateway.push('/');
+        }
+        if let Some(q) = target.query() {
+            gateway.push('?');
+            gateway.push_str(q);
+        }
+        Some((gateway, target.to_string()))
     }
 }
 
@@ -161,6 +207,29 @@ mod tests {
         assert_eq!(gw.route("/mcp/admin/y").map(|(r, _)| &*r.name), Some("b"));
         assert!(gw.route("/mcpx").is_none());
         assert!(gw.route("/").is_none());
+    }
+
+    #[test]
+    fn announced_endpoints_map_back_through_the_route() {
+        let gw = gateway(&[("legacy", "/legacy", "http://127.0.0.1:7/")]);
+        let (route, _) = gw.route("/legacy/sse").unwrap();
+        let map = route.endpoint_map();
+        assert_eq!(
+            map.map("/messages?sessionId=abc"),
+            Some((
+                "/legacy/messages?sessionId=abc".into(),
+                "http://127.0.0.1:7/messages?sessionId=abc".into()
+            ))
+        );
+        assert_eq!(
+            map.map("http://127.0.0.1:7/messages?sessionId=abc")
+                .map(|m| m.0),
+            Some("/legacy/messages?sessionId=abc".into())
+        );
+        assert_eq!(map.map("http://evil.example/messages"), None);
+        let gw = gateway(&[("m", "/mcp", "http://127.0.0.1:7/mcp")]);
+        let (route, _) = gw.route("/mcp").unwrap();
+        assert_eq!(route.endpoint_map().map("/other/messages"), None);
     }
 
     #[test]

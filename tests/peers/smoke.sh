@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Smoke test for the elicitgate test peers: every client against every server, directly (no gateway).
+# Smoke test for the elicitgate test peers: every client against every server, directly (no gateway),
+# over Streamable HTTP, stdio (the client spawns the server) and the deprecated HTTP+SSE transport.
 #
 #   tests/peers/smoke.sh
 #
@@ -44,6 +45,8 @@ start_server() {
 
 start_server py timeout 600 "$PY" "$HERE/python/server.py" --port 0
 start_server node timeout 600 "$NODE" "$HERE/node/server.mjs" --port 0
+start_server py_sse timeout 600 "$PY" "$HERE/python/server.py" --transport sse --port 0
+start_server node_sse timeout 600 "$NODE" "$HERE/node/server.mjs" --transport sse --port 0
 
 PASS=0
 FAIL=0
@@ -105,10 +108,10 @@ run_case() {
   fi
 }
 
-# matrix LABEL ERA URL CLIENT_CMD...
+# matrix LABEL ERA CLIENT_CMD_WITH_TARGET...   (target = --url URL [--transport sse] | --transport stdio --command CMD)
 matrix() {
-  local label="$1" era="$2" url="$3"; shift 3
-  local c=("$@" --url "$url" --era "$era" --timeout "$CLIENT_TIMEOUT")
+  local label="$1" era="$2"; shift 2
+  local c=("$@" --era "$era" --timeout "$CLIENT_TIMEOUT")
   run_case "$label" "$era" deploy_accept "${c[@]}" --tool deploy --caps both --answer accept --content '{"env":"staging","confirm":true}'
   run_case "$label" "$era" deploy_decline "${c[@]}" --tool deploy --caps both --answer decline
   run_case "$label" "$era" deploy_cancel "${c[@]}" --tool deploy --caps both --answer cancel
@@ -117,16 +120,46 @@ matrix() {
   run_case "$label" "$era" echo "${c[@]}" --tool echo --args '{"text":"hello peers"}' --caps none
 }
 
+# quick LABEL ERA CLIENT_CMD_WITH_TARGET...   (deploy accept + echo only: cross pairs)
+quick() {
+  local label="$1" era="$2"; shift 2
+  local c=("$@" --era "$era" --timeout "$CLIENT_TIMEOUT")
+  run_case "$label" "$era" deploy_accept "${c[@]}" --tool deploy --caps both --answer accept --content '{"env":"staging","confirm":true}'
+  run_case "$label" "$era" echo "${c[@]}" --tool echo --args '{"text":"hello peers"}' --caps none
+}
+
+# q WORD -> WORD single-quoted for shlex / the Node client's shell-words split
+q() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
 PYC=("$PY" "$HERE/python/client.py")
 NODEC=("$NODE" "$HERE/node/client.mjs")
 PY_URL="http://127.0.0.1:$PORT_py/mcp"
 NODE_URL="http://127.0.0.1:$PORT_node/mcp"
+PY_SSE_URL="http://127.0.0.1:$PORT_py_sse/sse"
+NODE_SSE_URL="http://127.0.0.1:$PORT_node_sse/sse"
+PY_STDIO="$(q "$PY") $(q "$HERE/python/server.py") --transport stdio"
+NODE_STDIO="$(q "$NODE") $(q "$HERE/node/server.mjs") --transport stdio"
 
-matrix "py-client  x py-server   legacy" legacy "$PY_URL" "${PYC[@]}"
-matrix "py-client  x py-server   modern" modern "$PY_URL" "${PYC[@]}"
-matrix "py-client  x node-server legacy" legacy "$NODE_URL" "${PYC[@]}"
-matrix "node-client x node-server legacy" legacy "$NODE_URL" "${NODEC[@]}"
-matrix "node-client x py-server   legacy" legacy "$PY_URL" "${NODEC[@]}"
+echo "--- Streamable HTTP"
+matrix "py-client  x py-server   legacy" legacy "${PYC[@]}" --url "$PY_URL"
+matrix "py-client  x py-server   modern" modern "${PYC[@]}" --url "$PY_URL"
+matrix "py-client  x node-server legacy" legacy "${PYC[@]}" --url "$NODE_URL"
+matrix "node-client x node-server legacy" legacy "${NODEC[@]}" --url "$NODE_URL"
+matrix "node-client x py-server   legacy" legacy "${NODEC[@]}" --url "$PY_URL"
+
+echo "--- stdio (client spawns the server)"
+matrix "stdio py-client  x py-server   legacy" legacy "${PYC[@]}" --transport stdio --command "$PY_STDIO"
+matrix "stdio py-client  x py-server   modern" modern "${PYC[@]}" --transport stdio --command "$PY_STDIO"
+matrix "stdio node-client x node-server legacy" legacy "${NODEC[@]}" --transport stdio --command "$NODE_STDIO"
+quick "stdio py-client  x node-server legacy" legacy "${PYC[@]}" --transport stdio --command "$NODE_STDIO"
+quick "stdio node-client x py-server   legacy" legacy "${NODEC[@]}" --transport stdio --command "$PY_STDIO"
+
+echo "--- HTTP+SSE (deprecated 2024-11-05 transport)"
+matrix "sse   node-client x node-server legacy" legacy "${NODEC[@]}" --transport sse --url "$NODE_SSE_URL"
+matrix "sse   py-client  x py-server   legacy" legacy "${PYC[@]}" --transport sse --url "$PY_SSE_URL"
+quick "sse   py-client  x py-server   modern" modern "${PYC[@]}" --transport sse --url "$PY_SSE_URL"
+quick "sse   py-client  x node-server legacy" legacy "${PYC[@]}" --transport sse --url "$NODE_SSE_URL"
+quick "sse   node-client x py-server   legacy" legacy "${NODEC[@]}" --transport sse --url "$PY_SSE_URL"
 
 echo "passed: $PASS  failed: $FAIL"
 [ "$FAIL" -eq 0 ]

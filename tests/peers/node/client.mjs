@@ -1,6 +1,9 @@
 #!/usr/bin/env node
-// elicitgate test peer: MCP client (TypeScript SDK v1, @modelcontextprotocol/sdk) over Streamable HTTP.
-// Legacy era only. Calls one tool, answers every elicitation with --answer, prints exactly one JSON line:
+// elicitgate test peer: MCP client (TypeScript SDK v1, @modelcontextprotocol/sdk). Legacy era only.
+//   --transport http (default) --url http://host:port/mcp   StreamableHTTPClientTransport
+//   --transport stdio --command "<shell words>"             StdioClientTransport (spawns it; full env)
+//   --transport sse --url http://host:port/sse              SSEClientTransport (deprecated HTTP+SSE)
+// Calls one tool, answers every elicitation with --answer, prints exactly one JSON line:
 //   {"ok": true, "result": <first text content, JSON-parsed if JSON>, "elicitations": [...], ...}
 //   {"ok": false, "error": {"code": ..., "message": ..., "data": ...}, "elicitations": [...], ...}
 // Exit status is 0 unless the script itself crashes. See ../README.md.
@@ -8,6 +11,8 @@
 import { parseArgs } from 'node:util';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const CAPS = {
@@ -20,7 +25,9 @@ const CAPS = {
 
 const { values: opt } = parseArgs({
   options: {
+    transport: { type: 'string', default: 'http' },
     url: { type: 'string' },
+    command: { type: 'string' },
     tool: { type: 'string' },
     args: { type: 'string' },
     era: { type: 'string', default: 'legacy' },
@@ -38,15 +45,70 @@ function finish() {
   printed = true;
   process.stdout.write(JSON.stringify(out) + '\n');
 }
+let transport; // set below; bail() stops a spawned stdio server
 function bail(message) {
   out.ok = false;
   delete out.result;
   out.error = { code: null, message, data: null, local: true };
   finish();
+  if (transport instanceof StdioClientTransport && transport.pid) {
+    // Exiting closes our end of its stdin anyway; SIGTERM in case it ignores EOF (no wait: we are timing out).
+    try { process.kill(transport.pid, 'SIGTERM'); } catch { /* already gone */ }
+  }
   process.exit(0);
 }
 
-if (!opt.url || !opt.tool) bail('usage: client.mjs --url URL --tool NAME [--args JSON] --era legacy --caps form|url|both|empty|none --answer accept|decline|cancel [--content JSON] [--timeout S]');
+// Shell-words split with the same rules as Python's shlex.split (POSIX mode, no comments): whitespace
+// separates words; '...' is literal; inside "..." a backslash escapes only " and \; outside quotes a
+// backslash escapes any next character. No expansion of any kind.
+function shellWords(line) {
+  const words = [];
+  let cur = null;
+  let i = 0;
+  while (i < line.length) {
+    const c = line[i];
+    if (c === ' ' || c === '\t' || c === '\n' || c === '\r') {
+      if (cur !== null) { words.push(cur); cur = null; }
+      i += 1;
+    } else if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      if (end < 0) throw new Error('unterminated single quote in --command');
+      cur = (cur ?? '') + line.slice(i + 1, end);
+      i = end + 1;
+    } else if (c === '"') {
+      cur ??= '';
+      i += 1;
+      for (;;) {
+        if (i >= line.length) throw new Error('unterminated double quote in --command');
+        const d = line[i];
+        if (d === '"') { i += 1; break; }
+        if (d === '\\' && i + 1 < line.length && (line[i + 1] === '"' || line[i + 1] === '\\')) {
+          cur += line[i + 1];
+          i += 2;
+        } else { cur += d; i += 1; }
+      }
+    } else if (c === '\\') {
+      if (i + 1 >= line.length) throw new Error('no escaped character in --command');
+      cur = (cur ?? '') + line[i + 1];
+      i += 2;
+    } else {
+      cur = (cur ?? '') + c;
+      i += 1;
+    }
+  }
+  if (cur !== null) words.push(cur);
+  return words;
+}
+
+const USAGE = 'usage: client.mjs [--transport http|stdio|sse] (--url URL | --command "CMD ARGS...") --tool NAME [--args JSON] --era legacy --caps form|url|both|empty|none --answer accept|decline|cancel [--content JSON] [--timeout S]';
+if (!['http', 'stdio', 'sse'].includes(opt.transport)) bail(`unknown --transport ${opt.transport}`);
+if (!opt.tool) bail(USAGE);
+if (opt.transport === 'stdio' ? !opt.command : !opt.url) bail(USAGE);
+let commandWords = [];
+if (opt.transport === 'stdio') {
+  try { commandWords = shellWords(opt.command); } catch (e) { bail(String(e.message)); }
+  if (commandWords.length === 0) bail('empty --command');
+}
 if (opt.era !== 'legacy') bail(`--era ${opt.era}: the TypeScript SDK v1 speaks the legacy era only`);
 if (!(opt.caps in CAPS)) bail(`unknown --caps ${opt.caps}`);
 if (!['accept', 'decline', 'cancel'].includes(opt.answer)) bail(`unknown --answer ${opt.answer}`);
@@ -70,6 +132,9 @@ function errorJson(e) {
     const prefix = `MCP error ${e.code}: `;
     const message = e.message.startsWith(prefix) ? e.message.slice(prefix.length) : e.message;
     return { code: e.code, message, data: e.data ?? null };
+  }
+  if (e instanceof SseError) {
+    return { code: null, message: e.message, data: null, ...(e.code !== undefined ? { httpStatus: e.code } : {}), local: true };
   }
   if (e instanceof StreamableHTTPError) {
     // The SDK does not parse a JSON-RPC error carried in a 4xx body; recover it from the message.
@@ -101,7 +166,26 @@ if (caps.elicitation) {
   });
 }
 
-const transport = new StreamableHTTPClientTransport(new URL(opt.url));
+if (opt.transport === 'stdio') {
+  transport = new StdioClientTransport({
+    command: commandWords[0],
+    args: commandWords.slice(1),
+    // The SDK passes only HOME/LOGNAME/PATH/SHELL/TERM/USER by default; give the child our environment.
+    env: { ...process.env },
+    stderr: 'inherit',
+  });
+} else if (opt.transport === 'sse') {
+  transport = new SSEClientTransport(new URL(opt.url));
+} else {
+  transport = new StreamableHTTPClientTransport(new URL(opt.url));
+}
+// The negotiated version: Streamable HTTP / SSE expose setProtocolVersion, stdio does not (the
+// Client calls it only if present), so record it here for every transport.
+let negotiatedVersion = null;
+{
+  const setVersion = transport.setProtocolVersion?.bind(transport);
+  transport.setProtocolVersion = (v) => { negotiatedVersion = v; setVersion?.(v); };
+}
 
 // Observe the wire: what the server asked (including requests the SDK rejects before our handler
 // runs: undeclared modes -> -32602, no capability -> -32601) and what went back.
@@ -140,7 +224,7 @@ async function main() {
   transport.onmessage = (msg, extra) => { observeIncoming(msg); onmessage?.(msg, extra); };
   const send = transport.send.bind(transport);
   transport.send = async (msg, options) => { observeOutgoing(msg); return send(msg, options); };
-  out.protocolVersion = transport.protocolVersion ?? null;
+  out.protocolVersion = negotiatedVersion;
 
   try {
     const result = await client.callTool({ name: opt.tool, arguments: toolArgs }, undefined, { timeout: timeoutMs });
@@ -162,7 +246,8 @@ try {
   out.ok = false;
   out.error = errorJson(e);
 }
-try { if (transport.sessionId) await transport.terminateSession(); } catch { /* best effort */ }
+try { if (opt.transport === 'http' && transport.sessionId) await transport.terminateSession(); } catch { /* best effort */ }
+// stdio: StdioClientTransport.close() ends the child's stdin, waits <= 2 s, SIGTERM, <= 2 s, SIGKILL.
 try { await client.close(); } catch { /* best effort */ }
 clearTimeout(hard);
 finish();

@@ -1,22 +1,31 @@
 #!/usr/bin/env node
-// elicitgate test peer: MCP server (TypeScript SDK v1, @modelcontextprotocol/sdk) over Streamable HTTP.
-// Legacy era only (2025-11-25 and older): initialize + Mcp-Session-Id, one McpServer per session,
-// elicitation sent with elicitInput() related to the tools/call, i.e. on that POST's SSE stream.
-// Prints exactly one line `READY <port>` on stdout once listening. See ../README.md.
+// elicitgate test peer: MCP server (TypeScript SDK v1, @modelcontextprotocol/sdk).
+// Legacy era only (2025-11-25 and older). Transports:
+//   --transport http (default): Streamable HTTP; initialize + Mcp-Session-Id, one McpServer per session,
+//     elicitation sent with elicitInput() related to the tools/call, i.e. on that POST's SSE stream.
+//   --transport stdio: StdioServerTransport (newline-delimited JSON-RPC on stdin/stdout), one McpServer;
+//     exits when stdin reaches EOF. Nothing but protocol is written to stdout.
+//   --transport sse: the deprecated 2024-11-05 HTTP+SSE transport (SSEServerTransport): GET --path
+//     (default /sse) opens the stream, whose first event is `endpoint` = /messages?sessionId=<uuid>;
+//     every server->client message is an `event: message` on that stream; POSTs answer 202.
+// HTTP transports print exactly one line `READY <port>` on stdout once listening. See ../README.md.
 
 import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { ElicitResultSchema, McpError, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 
 const { values: opt } = parseArgs({
   options: {
+    transport: { type: 'string', default: 'http' },
     port: { type: 'string', default: '0' },
     host: { type: 'string', default: '127.0.0.1' },
-    path: { type: 'string', default: '/mcp' },
+    path: { type: 'string' }, // default /mcp (http) or /sse (sse)
     era: { type: 'string', default: 'legacy' },
     'ignore-caps': { type: 'boolean', default: false },
     'sse-notify': { type: 'boolean', default: false },
@@ -27,6 +36,12 @@ if (opt.era !== 'legacy') {
   console.error(`--era ${opt.era}: the TypeScript SDK v1 speaks the legacy era only`);
   process.exit(2);
 }
+if (!['http', 'stdio', 'sse'].includes(opt.transport)) {
+  console.error(`--transport ${opt.transport}: expected http, stdio or sse`);
+  process.exit(2);
+}
+opt.path ??= opt.transport === 'sse' ? '/sse' : '/mcp';
+const SSE_MESSAGE_PATH = '/messages'; // endpoint event data: /messages?sessionId=<uuid>
 const debug = (...a) => { if (opt.verbose) console.error('[peer-node-server]', ...a); };
 
 const FORMS = {
@@ -135,9 +150,33 @@ function buildServer() {
   return mcp;
 }
 
-// ---------------------------------------------------------------------------- HTTP + sessions
+// ---------------------------------------------------------------------------- stdio
 
-const transports = new Map(); // sessionId -> transport
+if (opt.transport === 'stdio') {
+  const server = buildServer();
+  const transport = new StdioServerTransport();
+  let closing = false;
+  const shutdown = () => {
+    if (closing) return;
+    closing = true;
+    debug('stdin closed / signal: shutting down');
+    server.close().catch(() => {}).finally(() => process.exit(0));
+    setTimeout(() => process.exit(0), 500).unref();
+  };
+  // The SDK's StdioServerTransport does not react to stdin EOF; the spec's shutdown is "client closes
+  // the server's stdin", so exit then (stdout writes to a pipe are synchronous on Linux).
+  process.stdin.on('end', shutdown);
+  process.stdin.on('close', shutdown);
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+  transport.onerror = (e) => debug('stdio transport error', e);
+  await server.connect(transport);
+  debug('serving on stdio');
+}
+
+// ---------------------------------------------------------------------------- Streamable HTTP + sessions
+
+const transports = new Map(); // sessionId -> transport (Streamable HTTP or SSE)
 
 function jsonError(res, status, code, message) {
   res.writeHead(status, { 'content-type': 'application/json' });
@@ -151,7 +190,7 @@ async function readBody(req) {
   return raw.length ? JSON.parse(raw) : undefined;
 }
 
-const httpServer = createServer(async (req, res) => {
+async function handleStreamableHttp(req, res) {
   try {
     const url = new URL(req.url, 'http://localhost');
     if (url.pathname !== opt.path) { res.writeHead(404).end(); return; }
@@ -182,16 +221,49 @@ const httpServer = createServer(async (req, res) => {
     debug('http handler error', e);
     if (!res.headersSent) jsonError(res, 500, -32603, 'Internal error');
   }
-});
+}
 
-httpServer.listen(Number(opt.port), opt.host, () => {
-  process.stdout.write(`READY ${httpServer.address().port}\n`);
-});
+// ---------------------------------------------------------------------------- HTTP+SSE (2024-11-05)
 
-const shutdown = () => {
-  for (const t of transports.values()) t.close().catch(() => {});
-  httpServer.close();
-  setTimeout(() => process.exit(0), 200).unref();
-};
-process.on('SIGTERM', shutdown);
-process.on('SIGINT', shutdown);
+async function handleSse(req, res) {
+  try {
+    const url = new URL(req.url, 'http://localhost');
+    if (req.method === 'GET' && url.pathname === opt.path) {
+      // One McpServer per GET stream; the transport writes `event: endpoint` on start().
+      const transport = new SSEServerTransport(SSE_MESSAGE_PATH, res);
+      transports.set(transport.sessionId, transport);
+      transport.onclose = () => { transports.delete(transport.sessionId); debug('sse session closed', transport.sessionId); };
+      debug('sse session', transport.sessionId);
+      await buildServer().connect(transport);
+      return;
+    }
+    if (url.pathname === SSE_MESSAGE_PATH) {
+      if (req.method !== 'POST') { res.writeHead(405, { allow: 'POST' }).end(); return; }
+      const sid = url.searchParams.get('sessionId');
+      const t = sid ? transports.get(sid) : undefined;
+      if (!t) { res.writeHead(404, { 'content-type': 'text/plain' }).end('Session not found'); return; }
+      await t.handlePostMessage(req, res); // 202 Accepted; any reply goes out on the GET stream
+      return;
+    }
+    res.writeHead(404).end();
+  } catch (e) {
+    debug('sse handler error', e);
+    if (!res.headersSent) res.writeHead(500).end('Internal error');
+  }
+}
+
+if (opt.transport !== 'stdio') {
+  const httpServer = createServer(opt.transport === 'sse' ? handleSse : handleStreamableHttp);
+
+  httpServer.listen(Number(opt.port), opt.host, () => {
+    process.stdout.write(`READY ${httpServer.address().port}\n`);
+  });
+
+  const shutdown = () => {
+    for (const t of transports.values()) t.close().catch(() => {});
+    httpServer.close();
+    setTimeout(() => process.exit(0), 200).unref();
+  };
+  process.on('SIGTERM', shutdown);
+  process.on('SIGINT', shutdown);
+}

@@ -218,7 +218,11 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=30.0, help="overall timeout in seconds")
     args = ap.parse_args()
     if args.transport == "stdio":
-        if not args.command or not shlex.split(args.command):
+        try:
+            words = shlex.split(args.command or "")
+        except ValueError as e:
+            ap.error(f"--command: {e}")
+        if not words:
             ap.error("--transport stdio needs --command")
         _track_spawns()
     elif not args.url:

@@ -1,0 +1,668 @@
+#!/usr/bin/env python3
+"""The benchmark driver behind bench/run.sh (standard library only). Loopback only.
+
+Starts the mock upstream (examples/bench_upstream.rs), nginx (proxy_pass, buffering off,
+HTTP/1.1 keep-alive upstream pool) and elicitgate, each on its own 127.0.0.1 port, then
+measures direct / nginx / elicitgate **interleaved**: every round runs each target once, the
+order rotating between rounds, so slow drift of the machine hits all three alike.
+
+Measured: small JSON tools/call at fixed concurrency and at a fixed (paced) rate, 1 MiB
+results, SSE time-to-first-event and per-event delay, an elicitation-heavy mix, the CPU each
+proxy spends per request, peak RSS; then RSS with idle open SSE streams and RSS along one long
+SSE response. Prints a Markdown report and writes it (and the raw numbers as JSON) to --out.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import mcpclient as mc  # noqa: E402
+
+HOST = "127.0.0.1"
+TARGETS = ("direct", "nginx", "elicitgate")
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+# ---------------------------------------------------------------- processes
+
+class Started:
+    """Processes this run started; only these are ever signalled."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, name, argv, log_path, env=None):
+        log = open(log_path, "wb")
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+        self.procs.append((name, p, log))
+        return p
+
+    def stop_all(self):
+        for _, p, _ in reversed(self.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for _, p, log in reversed(self.procs):
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=5)
+            log.close()
+        self.procs = []
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind((HOST, 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, proc, what, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"{what} exited with {proc.returncode} before listening")
+        try:
+            with socket.create_connection((HOST, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit(f"{what} did not listen on {port} within {timeout}s")
+
+
+def children(pid):
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+def cpu_ticks(pids):
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
+
+
+def busy_fraction(seconds):
+    """Share of all CPUs busy over `seconds` (before anything of ours runs)."""
+
+    def snap():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        idle = v[3] + v[4]
+        return sum(v), idle
+
+    t1, i1 = snap()
+    time.sleep(seconds)
+    t2, i2 = snap()
+    return 1 - (i2 - i1) / max(1, t2 - t1)
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+# ---------------------------------------------------------------- configuration files
+
+NGINX_CONF = """\
+worker_processes {workers};
+worker_rlimit_nofile {nofile};
+pid {dir}/nginx.pid;
+error_log {dir}/nginx-error.log warn;
+events {{
+    worker_connections {worker_connections};
+}}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/tmp/body;
+    proxy_temp_path {dir}/tmp/proxy;
+    fastcgi_temp_path {dir}/tmp/fastcgi;
+    uwsgi_temp_path {dir}/tmp/uwsgi;
+    scgi_temp_path {dir}/tmp/scgi;
+    client_max_body_size 8m;
+    client_body_buffer_size 1m;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    upstream mcp {{
+        server {host}:{upstream_port};
+        keepalive 256;
+        keepalive_requests 1000000;
+        keepalive_timeout 90s;
+    }}
+    server {{
+        listen {host}:{port} reuseport backlog=4096;
+        location / {{
+            proxy_pass http://mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto $scheme;
+            proxy_buffering off;
+            proxy_read_timeout 3600s;
+            proxy_send_timeout 3600s;
+        }}
+    }}
+}}
+"""
+
+GATEWAY_CONF = """\
+# Written by bench/harness.py.
+listen: "{host}:{port}"
+admin_listen: "{host}:{admin_port}"
+limits:
+  max_connections: 20000
+timeouts:
+  stream_idle: 10m
+log:
+  level: warn
+audit:
+  sink: "off"
+routes:
+  - name: bench
+    path: /mcp
+    upstream: "http://{host}:{upstream_port}/mcp"
+policies:
+  # The built-in default (every rule deny) except the per-session rate limit, which a
+  # load test would otherwise hit after ten elicitations.
+  default:
+    rate:
+      max_per_minute: 1000000000
+"""
+
+
+# ---------------------------------------------------------------- statistics
+
+def pct(values, p):
+    if not values:
+        return None
+    v = sorted(values)
+    k = max(0, min(len(v) - 1, int(round(p / 100 * len(v) + 0.5)) - 1))
+    return v[k]
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+# ---------------------------------------------------------------- the run
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.started = Started()
+        self.dir = tempfile.mkdtemp(prefix="elicitgate-bench-")
+        self.results = {"rounds": args.rounds, "smoke": args.smoke}
+        self.failures = []
+        self.ports = {}
+        self.pids = {}
+        self.sessions = {}
+
+    # -- setup
+
+    def start(self):
+        a = self.args
+        up, ngx, gw, gwa = free_port(), free_port(), free_port(), free_port()
+        self.ports = {"direct": up, "nginx": ngx, "elicitgate": gw}
+        env = {k: v for k, v in os.environ.items() if k != "RUST_LOG"}
+
+        p = self.started.start(
+            "upstream",
+            [a.upstream_bin, "--listen", f"{HOST}:{up}", "--threads", str(a.upstream_threads),
+             "--max-stream-secs", "900"],
+            os.path.join(self.dir, "upstream.log"), env)
+        wait_port(up, p, "bench_upstream")
+        self.pids["direct"] = [p.pid]
+
+        conf = os.path.join(self.dir, "elicitgate.yaml")
+        with open(conf, "w") as f:
+            f.write(GATEWAY_CONF.format(host=HOST, port=gw, admin_port=gwa, upstream_port=up))
+        check = subprocess.run([a.gateway_bin, "check-config", "--config", conf],
+                               capture_output=True, text=True, timeout=30, env=env)
+        if check.returncode != 0:
+            raise SystemExit(f"elicitgate check-config failed:\n{check.stdout}{check.stderr}")
+        p = self.started.start("elicitgate", [a.gateway_bin, "serve", "--config", conf],
+                               os.path.join(self.dir, "elicitgate.log"), env)
+        wait_port(gw, p, "elicitgate")
+        self.pids["elicitgate"] = [p.pid]
+
+        for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            os.makedirs(os.path.join(self.dir, "tmp", sub), exist_ok=True)
+        os.chmod(self.dir, 0o755)
+        nofile = self.nofile
+        nconf = os.path.join(self.dir, "nginx.conf")
+        with open(nconf, "w") as f:
+            f.write(NGINX_CONF.format(
+                workers=a.nginx_workers, nofile=nofile, worker_connections=max(1024, nofile - 100),
+                dir=self.dir, host=HOST, port=ngx, upstream_port=up))
+        base = [a.nginx_bin, "-p", self.dir, "-c", nconf, "-e", os.path.join(self.dir, "nginx-error.log")]
+        test = subprocess.run(base + ["-t", "-q"], capture_output=True, text=True, timeout=30)
+        if test.returncode != 0:
+            raise SystemExit(f"nginx -t failed:\n{test.stdout}{test.stderr}")
+        p = self.started.start("nginx", base + ["-g", "daemon off;"], os.path.join(self.dir, "nginx.log"))
+        wait_port(ngx, p, "nginx")
+        deadline = time.monotonic() + 10
+        while len(children(p.pid)) < a.nginx_workers and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.pids["nginx"] = [p.pid] + children(p.pid)
+        self.nginx_master = p.pid
+        self.log(f"upstream :{up}  nginx :{ngx} (pids {self.pids['nginx']})  elicitgate :{gw} (pid {self.pids['elicitgate'][0]})  work dir {self.dir}")
+
+    @property
+    def nofile(self):
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        return soft if soft != resource.RLIM_INFINITY else 1 << 20
+
+    def log(self, msg):
+        print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+    def fail(self, msg):
+        self.log(f"FAIL: {msg}")
+        self.failures.append(msg)
+
+    # -- sanity: every target answers every tool as expected
+
+    def sanity(self):
+        for t in TARGETS:
+            port = self.ports[t]
+            init = json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"elicitation": {"form": {}}},
+                "clientInfo": {"name": "bench", "version": "0"}}}).encode()
+            status, hdrs, body = mc.http_request(HOST, port, "POST", "/mcp", mc.mcp_headers(), init)
+            session = hdrs.get("mcp-session-id")
+            if status != 200 or not session:
+                raise SystemExit(f"{t}: initialize failed: {status} {body[:200]!r}")
+            self.sessions[t] = session
+            h = mc.mcp_headers(session)
+            checks = {
+                "small": lambda s, b: s == 200 and 900 < len(b) < 1200 and b'"isError":false' in b,
+                "large": lambda s, b: s == 200 and len(b) > 1_000_000,
+                "elicit_legacy": lambda s, b: s == 200 and b"elicitation/create" in b and b"report queued" in b,
+            }
+            for tool, ok in checks.items():
+                s, _, b = mc.http_request(HOST, port, "POST", "/mcp", h, mc.tool_call(7, tool))
+                if not ok(s, b):
+                    self.fail(f"{t}: tools/call {tool} answered {s} {b[:300]!r}")
+            meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+            s, _, b = mc.http_request(HOST, port, "POST", "/mcp", mc.mcp_headers(None, "2026-07-28"),
+                                      mc.tool_call(8, "elicit_2026", {}, meta))
+            if not (s == 200 and b'"input_required"' in b and b"elicitation/create" in b):
+                self.fail(f"{t}: tools/call elicit_2026 answered {s} {b[:300]!r}")
+            r = mc.sse_latency(HOST, port, "/mcp", session, 1, 3, 0)
+            if r["errors"] or len(r["delay_us"]) != 3:
+                self.fail(f"{t}: SSE stream check failed: {r}")
+        self.log(f"sanity checks done; sessions {self.sessions}")
+
+    # -- wrk
+
+    def wrk(self, target, scenario, conns, duration, delay_ms=0):
+        a = self.args
+        env = dict(os.environ, BENCH_SCENARIO=scenario, BENCH_SESSION=self.sessions[target],
+                   BENCH_DELAY_MS=str(delay_ms))
+        url = f"http://{HOST}:{self.ports[target]}/mcp"
+        argv = [a.wrk_bin, "-t", str(min(a.wrk_threads, conns)), "-c", str(conns), "-d", f"{duration}s",
+                "--timeout", "5s", "-s", os.path.join(HERE, "wrk_mcp.lua"), url]
+        proxy_pids = self.pids[target] if target != "direct" else []
+        up0, px0 = cpu_ticks(self.pids["direct"]), cpu_ticks(proxy_pids)
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=duration + 60)
+        up1, px1 = cpu_ticks(self.pids["direct"]), cpu_ticks(proxy_pids)
+        line = next((l for l in out.stdout.splitlines() if l.startswith("BENCHJSON ")), None)
+        if out.returncode != 0 or line is None:
+            raise SystemExit(f"wrk failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
+        r = json.loads(line[len("BENCHJSON "):])
+        n = max(1, r["requests"])
+        r["rps"] = r["requests"] / r["duration_s"]
+        r["errors"] = r["connect_errors"] + r["read_errors"] + r["write_errors"] + r["timeouts"] + r["non2xx"]
+        r["proxy_cpu_us_per_req"] = (px1 - px0) / TICK * 1e6 / n if proxy_pids else None
+        r["upstream_cpu_us_per_req"] = (up1 - up0) / TICK * 1e6 / n
+        if r["errors"]:
+            msg = f"{target} {scenario}: {r['errors']} errors ({r})"
+            if self.args.smoke:
+                self.fail(msg)
+            else:
+                self.log("WARNING " + msg)
+        return r
+
+    def order(self, rnd):
+        k = rnd % len(TARGETS)
+        return TARGETS[k:] + TARGETS[:k]
+
+    def interleaved_wrk(self, key, scenario, conns, duration, delay_ms=0):
+        per = {t: [] for t in TARGETS}
+        for rnd in range(self.args.rounds):
+            for t in self.order(rnd):
+                r = self.wrk(t, scenario, conns, duration, delay_ms)
+                per[t].append(r)
+                self.log(f"{key} round {rnd + 1} {t:10s} {r['rps']:9.0f} req/s  p50 {r['p50_us']} µs  "
+                         f"p99 {r['p99_us']} µs  p99.9 {r['p999_us']} µs  errors {r['errors']}  "
+                         f"proxy CPU {r['proxy_cpu_us_per_req'] or 0:.1f} µs/req")
+        agg = {}
+        for t, rs in per.items():
+            agg[t] = {m: median([r[m] for r in rs]) for m in
+                      ("rps", "p50_us", "p90_us", "p99_us", "p999_us", "max_us", "errors",
+                       "proxy_cpu_us_per_req", "upstream_cpu_us_per_req", "bytes", "duration_s")}
+            agg[t]["errors"] = sum(r["errors"] for r in rs)
+            agg[t]["rounds"] = rs
+        self.results[key] = {"scenario": scenario, "connections": conns, "duration_s": duration,
+                             "delay_ms": delay_ms, "targets": agg}
+
+    def warmup(self):
+        for t in TARGETS:
+            self.wrk(t, "small", 32, 1)
+
+    # -- SSE
+
+    def sse(self):
+        a = self.args
+        samples = {t: {"ttfe_us": [], "delay_us": [], "errors": 0} for t in TARGETS}
+        for rnd in range(a.rounds):
+            for t in self.order(rnd):
+                r = mc.sse_latency(HOST, self.ports[t], "/mcp", self.sessions[t], a.sse_streams,
+                                   a.sse_events, a.sse_interval_ms, timeout=120)
+                for k in ("ttfe_us", "delay_us"):
+                    samples[t][k] += r[k]
+                samples[t]["errors"] += r["errors"]
+        out = {}
+        for t, s in samples.items():
+            out[t] = {"ttfe_p50_us": pct(s["ttfe_us"], 50), "ttfe_p99_us": pct(s["ttfe_us"], 99),
+                      "delay_p50_us": pct(s["delay_us"], 50), "delay_p99_us": pct(s["delay_us"], 99),
+                      "delay_max_us": max(s["delay_us"]) if s["delay_us"] else None,
+                      "streams": len(s["ttfe_us"]), "events": len(s["delay_us"]), "errors": s["errors"]}
+            if s["errors"]:
+                self.fail(f"SSE {t}: {s['errors']} stream errors")
+            self.log(f"sse {t:10s} first event p50 {out[t]['ttfe_p50_us']} µs p99 {out[t]['ttfe_p99_us']} µs; "
+                     f"per-event delay p50 {out[t]['delay_p50_us']} µs p99 {out[t]['delay_p99_us']} µs")
+        self.results["sse"] = {"streams_per_round": a.sse_streams, "events": a.sse_events,
+                               "interval_ms": a.sse_interval_ms, "targets": out}
+
+    # -- memory
+
+    def peak_rss(self):
+        self.pids["nginx"] = [self.nginx_master] + children(self.nginx_master)
+        self.results["peak_rss_kib"] = {
+            "elicitgate": mc.hwm_kib(self.pids["elicitgate"]),
+            "nginx": mc.hwm_kib(self.pids["nginx"]),
+            "nginx_workers": mc.hwm_kib(self.pids["nginx"][1:]),
+            "upstream": mc.hwm_kib(self.pids["direct"]),
+        }
+        self.log(f"peak RSS (VmHWM) after the load phases: {self.results['peak_rss_kib']}")
+
+    def idle(self):
+        a = self.args
+        # Each stream holds a client socket and an upstream socket in the proxy.
+        cap = (self.nofile - 100) // 2
+        counts = sorted({min(c, cap) for c in a.idle_counts})
+        self.results["idle_fd_cap"] = cap
+        out = {"elicitgate": [], "nginx": []}
+        for i, count in enumerate(counts):
+            for t in (("elicitgate", "nginx") if i % 2 == 0 else ("nginx", "elicitgate")):
+                r = mc.hold_idle(HOST, self.ports[t], "/mcp", count, self.pids[t], settle=a.idle_settle,
+                                 timeout=120)
+                r["kib_per_stream"] = (r["rss_held_kib"] - r["rss_before_kib"]) / max(1, r["opened"])
+                out[t].append(r)
+                if r["errors"]:
+                    self.fail(f"idle {t} {count}: {r['errors']} streams failed to open")
+                self.log(f"idle {t:10s} {count:6d} streams: RSS {r['rss_before_kib']} → {r['rss_held_kib']} KiB "
+                         f"({r['kib_per_stream']:.1f} KiB/stream), after close {r['rss_after_close_kib']} KiB")
+        self.results["idle"] = out
+
+    def long(self):
+        a = self.args
+        out = {}
+        for t in ("elicitgate", "nginx"):
+            r = mc.long_stream(HOST, self.ports[t], "/mcp", self.sessions[t], a.long_bytes, self.pids[t],
+                               samples=8, timeout=a.long_timeout)
+            rss = [s["rss_kib"] for s in r["series"]]
+            r["rss_start_kib"], r["rss_mid_kib"], r["rss_end_kib"] = rss[0], rss[len(rss) // 2], rss[-1]
+            r["rss_max_kib"] = max(rss)
+            out[t] = r
+            if not r["complete"]:
+                self.fail(f"long stream {t}: only {r['bytes']} bytes")
+            self.log(f"long {t:10s} {r['bytes'] / (1 << 20):.0f} MiB at {r['mib_per_s']} MiB/s, RSS start "
+                     f"{r['rss_start_kib']} mid {r['rss_mid_kib']} end {r['rss_end_kib']} max {r['rss_max_kib']} KiB")
+        self.results["long"] = out
+
+    # -- the whole run
+
+    def run(self):
+        a = self.args
+        self.results["machine"] = machine()
+        self.results["background_busy"] = round(busy_fraction(2.0 if not a.smoke else 0.5), 3)
+        self.results["loadavg_start"] = loadavg()
+        self.log(f"background CPU busy before start: {self.results['background_busy']:.0%}, "
+                 f"loadavg {self.results['loadavg_start']}")
+        self.start()
+        self.sanity()
+        if not a.smoke:
+            self.warmup()
+        self.interleaved_wrk("small", "small", a.connections, a.duration)
+        self.interleaved_wrk("rate", "small", a.rate_connections, a.duration, a.rate_delay_ms)
+        self.interleaved_wrk("large", "large", a.large_connections, a.large_duration)
+        self.interleaved_wrk("mix", "mix", a.connections, a.duration)
+        self.sse()
+        self.peak_rss()
+        self.idle()
+        self.long()
+        self.results["loadavg_end"] = loadavg()
+
+
+def machine():
+    model, cores = "?", os.cpu_count()
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    with open("/proc/meminfo") as f:
+        mem_kib = int(f.readline().split()[1])
+    return {"cores": cores, "cpu": model, "mem_gib": round(mem_kib / (1 << 20), 1),
+            "kernel": os.uname().release}
+
+
+# ---------------------------------------------------------------- report
+
+def fmt_us(v):
+    return "–" if v is None else f"{v / 1000:.3f}"
+
+
+def ratio(a, b):
+    return "–" if a is None or b in (None, 0) else f"{a / b:.2f}"
+
+
+def report(res, args):
+    L = []
+    m = res["machine"]
+    L.append(f"Machine: {m['cores']} cores, {m['cpu']}, {m['mem_gib']} GiB RAM, Linux {m['kernel']}. "
+             f"Background CPU busy before start {res['background_busy']:.0%}; loadavg "
+             f"{res['loadavg_start']} at start, {res.get('loadavg_end', '?')} at end.")
+    L.append("")
+    L.append("| Measurement | direct | nginx | elicitgate | eg / nginx | eg / direct |")
+    L.append("|---|---:|---:|---:|---:|---:|")
+
+    def row(label, values, fmt=lambda v: "–" if v is None else f"{v:.0f}", ratios=True):
+        d, n, g = (values.get(t) for t in TARGETS)
+        L.append(f"| {label} | {fmt(d)} | {fmt(n)} | {fmt(g)} | "
+                 f"{ratio(g, n) if ratios else '–'} | {ratio(g, d) if ratios else '–'} |")
+
+    def wrk_rows(key, title):
+        r = res[key]["targets"]
+        row(f"{title}: req/s", {t: r[t]["rps"] for t in TARGETS})
+        for p, name in (("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9")):
+            row(f"{title}: {name} latency (ms)", {t: r[t][p] for t in TARGETS}, fmt_us)
+        for p, name in (("p99_us", "p99"),):
+            added = {t: (r[t][p] - r["direct"][p]) if t != "direct" else None for t in TARGETS}
+            row(f"{title}: added {name} over direct (ms)", added, fmt_us)
+        row(f"{title}: proxy CPU per request (µs)",
+            {t: r[t]["proxy_cpu_us_per_req"] for t in TARGETS}, lambda v: "–" if v is None else f"{v:.1f}")
+        row(f"{title}: errors (all rounds)", {t: r[t]["errors"] for t in TARGETS}, ratios=False)
+
+    s = res["small"]
+    wrk_rows("small", f"small JSON, {s['connections']} conns")
+    rt = res["rate"]
+    target_rate = rt["connections"] * 1000 / rt["delay_ms"]
+    wrk_rows("rate", f"small JSON, paced {target_rate:.0f} req/s")
+    lg = res["large"]
+    r = lg["targets"]
+    row(f"1 MiB result, {lg['connections']} conns: req/s", {t: r[t]["rps"] for t in TARGETS},
+        lambda v: "–" if v is None else f"{v:.1f}")
+    row(f"1 MiB result: MiB/s", {t: r[t]["bytes"] / r[t]["duration_s"] / (1 << 20) for t in TARGETS})
+    for p, name in (("p50_us", "p50"), ("p99_us", "p99")):
+        row(f"1 MiB result: {name} latency (ms)", {t: r[t][p] for t in TARGETS}, fmt_us)
+    row("1 MiB result: proxy CPU per request (µs)", {t: r[t]["proxy_cpu_us_per_req"] for t in TARGETS})
+    wrk_rows("mix", f"elicitation mix, {res['mix']['connections']} conns")
+    ss = res["sse"]["targets"]
+    for k, label in (("ttfe_p50_us", "SSE time to first event p50 (ms)"),
+                     ("ttfe_p99_us", "SSE time to first event p99 (ms)"),
+                     ("delay_p50_us", "SSE per-event delay p50 (ms)"),
+                     ("delay_p99_us", "SSE per-event delay p99 (ms)"),
+                     ("delay_max_us", "SSE per-event delay max (ms)")):
+        row(label, {t: ss[t][k] for t in TARGETS}, fmt_us)
+    pk = res["peak_rss_kib"]
+    row("peak RSS after load phases, VmHWM (MiB)",
+        {"direct": pk["upstream"], "nginx": pk["nginx"], "elicitgate": pk["elicitgate"]},
+        lambda v: "–" if v is None else f"{v / 1024:.1f}")
+    L.append("")
+    L.append(f"Rounds: {res['rounds']} (interleaved, order rotating); each cell is the median over rounds "
+             f"(SSE: percentiles over all streams of all rounds). 'direct' RSS is the mock upstream's; "
+             f"nginx RSS is master + {args.nginx_workers} workers.")
+    L.append("")
+    L.append("Idle open SSE streams (GET), RSS of the proxy process(es):")
+    L.append("")
+    L.append("| streams | elicitgate RSS (MiB) | elicitgate KiB/stream | nginx RSS (MiB) | nginx KiB/stream |")
+    L.append("|---:|---:|---:|---:|---:|")
+    for g, n in zip(res["idle"]["elicitgate"], res["idle"]["nginx"]):
+        L.append(f"| {g['opened']} | {g['rss_held_kib'] / 1024:.1f} (from {g['rss_before_kib'] / 1024:.1f}) | "
+                 f"{g['kib_per_stream']:.1f} | {n['rss_held_kib'] / 1024:.1f} (from {n['rss_before_kib'] / 1024:.1f}) | "
+                 f"{n['kib_per_stream']:.1f} |")
+    L.append("")
+    L.append("One long SSE response (stream_forever, 16 KiB events), RSS sampled along the way:")
+    L.append("")
+    L.append("| proxy | bytes | MiB/s | RSS start (MiB) | mid | end | max |")
+    L.append("|---|---:|---:|---:|---:|---:|---:|")
+    for t, r in res["long"].items():
+        L.append(f"| {t} | {r['bytes'] / (1 << 20):.0f} MiB | {r['mib_per_s']} | {r['rss_start_kib'] / 1024:.1f} | "
+                 f"{r['rss_mid_kib'] / 1024:.1f} | {r['rss_end_kib'] / 1024:.1f} | {r['rss_max_kib'] / 1024:.1f} |")
+    L.append("")
+    L.append("Targets (SPEC §7 / issue 7):")
+    L.append("")
+    for line in verdicts(res):
+        L.append(f"- {line}")
+    return "\n".join(L)
+
+
+def verdicts(res):
+    out = []
+    s = res["small"]["targets"]
+    g, n = s["elicitgate"]["rps"], s["nginx"]["rps"]
+    out.append(f"{'MET' if g >= n else 'MISSED'}: throughput on small JSON ≥ 1.0× nginx "
+               f"({g / n:.2f}×)")
+    for key, name in (("small", "fixed concurrency"), ("rate", "paced rate")):
+        t = res[key]["targets"]
+        d, n, g = (t[x]["p99_us"] for x in TARGETS)
+        out.append(f"{'MET' if g <= n else 'MISSED'}: added p99 ≤ nginx's at {name} "
+                   f"(elicitgate +{(g - d) / 1000:.3f} ms, nginx +{(n - d) / 1000:.3f} ms over direct)")
+    ss = res["sse"]["targets"]
+    g, n = ss["elicitgate"]["ttfe_p99_us"], ss["nginx"]["ttfe_p99_us"]
+    g50, n50 = ss["elicitgate"]["ttfe_p50_us"], ss["nginx"]["ttfe_p50_us"]
+    out.append(f"{'MET' if g50 <= n50 and g <= n else 'MISSED'}: SSE first event not delayed beyond nginx "
+               f"(p50 {g50 / 1000:.3f} vs {n50 / 1000:.3f} ms, p99 {g / 1000:.3f} vs {n / 1000:.3f} ms)")
+    lg = res["long"]["elicitgate"]
+    growth = lg["rss_max_kib"] - lg["rss_start_kib"]
+    out.append(f"{'MET' if growth <= 8 * 1024 else 'MISSED'}: flat memory on the long stream "
+               f"(max − start = {growth / 1024:.1f} MiB over {lg['bytes'] / (1 << 20):.0f} MiB)")
+    big = res["idle"]["elicitgate"][-1]
+    out.append(f"{'MET' if big['kib_per_stream'] < 100 else 'MISSED'}: idle streams cost kilobytes each "
+               f"({big['kib_per_stream']:.1f} KiB/stream at {big['opened']} streams)")
+    return out
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--smoke", action="store_true", help="a few seconds, tiny counts")
+    p.add_argument("--gateway-bin", required=True)
+    p.add_argument("--upstream-bin", required=True)
+    p.add_argument("--nginx-bin", default=shutil.which("nginx") or "/usr/sbin/nginx")
+    p.add_argument("--wrk-bin", default=shutil.which("wrk") or "/usr/bin/wrk")
+    p.add_argument("--out", required=True, help="directory for report.md and results.json")
+    p.add_argument("--rounds", type=int)
+    p.add_argument("--duration", type=int, help="seconds per wrk run (small, rate, mix)")
+    p.add_argument("--large-duration", type=int)
+    p.add_argument("--connections", type=int, default=32)
+    p.add_argument("--rate-connections", type=int, default=30)
+    p.add_argument("--rate-delay-ms", type=int, default=10, help="paced rate = connections*1000/delay")
+    p.add_argument("--large-connections", type=int, default=8)
+    p.add_argument("--wrk-threads", type=int, default=2)
+    p.add_argument("--upstream-threads", type=int, default=2)
+    p.add_argument("--nginx-workers", type=int, default=os.cpu_count() or 2)
+    p.add_argument("--sse-streams", type=int)
+    p.add_argument("--sse-events", type=int)
+    p.add_argument("--sse-interval-ms", type=int)
+    p.add_argument("--idle-counts", type=lambda s: [int(x) for x in s.split(",")])
+    p.add_argument("--idle-settle", type=float)
+    p.add_argument("--long-bytes", type=int)
+    p.add_argument("--long-timeout", type=float, default=300)
+    args = p.parse_args()
+    defaults = dict(rounds=1, duration=1, large_duration=1, sse_streams=5, sse_events=5, sse_interval_ms=1,
+                    idle_counts=[1, 20, 100], idle_settle=0.3, long_bytes=32 << 20) if args.smoke else \
+        dict(rounds=3, duration=10, large_duration=6, sse_streams=100, sse_events=20, sse_interval_ms=2,
+             idle_counts=[1, 1000, 10000], idle_settle=1.5, long_bytes=1 << 30)
+    for k, v in defaults.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+
+    bench = Bench(args)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    started = time.monotonic()
+    try:
+        bench.run()
+    finally:
+        bench.started.stop_all()
+    bench.results["wall_s"] = round(time.monotonic() - started, 1)
+    text = report(bench.results, args)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "report.md"), "w") as f:
+        f.write(text + "\n")
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(bench.results, f, indent=1)
+    print()
+    print(text)
+    print()
+    print(f"wall time {bench.results['wall_s']} s; report and raw numbers in {args.out}")
+    shutil.rmtree(bench.dir, ignore_errors=True)
+    if bench.failures:
+        print(f"{len(bench.failures)} harness failure(s):", *bench.failures, sep="\n  ")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

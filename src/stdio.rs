@@ -1,0 +1,348 @@
+//! `elicitgate stdio -- COMMAND …`: the same enforcement for a local MCP server spoken to over
+//! stdio (the desktop-client case). The client starts elicitgate instead of the server;
+//! elicitgate starts the server as its child and relays newline-delimited JSON-RPC both ways,
+//! judging every message exactly as on HTTP (one client, one session).
+//!
+//! Owns the process lifecycle: the child's stderr passes through; a line longer than
+//! `limits.max_request_body` (client) or `limits.max_sse_event` (server) is refused without
+//! reading it whole; client EOF closes the child's stdin and waits for it (bounded by
+//! `timeouts.shutdown_grace`, then it is killed); SIGTERM/SIGINT are passed to the child; the
+//! child's exit status becomes ours; nothing is left running (the child is killed if we are
+//! dropped). Standard output carries only protocol lines: audit events that would go to stdout
+//! go to stderr.
+
+use crate::enforce::judge::{ServerChannel, ServerVerdict};
+use crate::enforce::{ClientVerdict, Enforcer, Exchange, STDIO_SESSION};
+use crate::mcp::jsonrpc::{Envelope, Kind};
+use crate::settings::Settings;
+use anyhow::Context;
+use bytes::Bytes;
+use http::Method;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::mpsc;
+
+/// What reading one bounded line produced.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Line {
+    Message(Vec<u8>),
+    /// A line longer than the bound; its bytes were skipped up to its newline.
+    TooLong,
+    Eof,
+}
+
+/// Reads one `\n`-terminated line of at most `max` bytes without ever buffering more.
+pub async fn read_line<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    max: usize,
+) -> std::io::Result<Line> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::Eof,
+                (false, false) => Line::Message(line),
+            });
+        }
+        let (chunk, found) = match memchr::memchr(b'\n', available) {
+            Some(i) => (&available[..i], Some(i)),
+            None => (available, None),
+        };
+        if !too_long {
+            if line.len() + chunk.len() > max {
+                too_long = true;
+                line = Vec::new();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        let consumed = found.map_or(available.len(), |i| i + 1);
+        reader.consume(consumed);
+        if found.is_some() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Message(line)
+            });
+        }
+    }
+}
+
+/// Client requests awaiting their response, by JSON-RPC id.
+type InFlight = Arc<Mutex<HashMap<String, Exchange>>>;
+
+/// Runs the relay until the child exits; returns the exit code to use.
+pub async fn run(
+    settings: Settings,
+    route: Option<String>,
+    command: Vec<String>,
+) -> anyhow::Result<i32> {
+    let metrics = crate::metrics::Metrics::new();
+    let sink = crate::audit_sink_with(&settings, &metrics, true)?;
+    let enforcer = crate::enforcer_for(&settings, &metrics, sink)?;
+    let route_name: Arc<str> = Arc::from(
+        route
+            .or_else(|| settings.routes.first().map(|r| r.name.clone()))
+            .unwrap_or_else(|| "stdio".to_owned()),
+    );
+    let (program, args) = command.split_first().context("no server command given")?;
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting `{program}`"))?;
+    let child_stdin = child.stdin.take().context("child stdin")?;
+    let child_stdout = child.stdout.take().context("child stdout")?;
+    let limits = &settings.limits;
+    let max_client_line = usize::try_from(limits.max_request_body.as_u64()).unwrap_or(usize::MAX);
+    let max_server_line = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
+
+    let (to_child, to_child_rx) = mpsc::unbounded_channel::<Bytes>();
+    let (to_client, to_client_rx) = mpsc::unbounded_channel::<Bytes>();
+    let in_flight: InFlight = Arc::new(Mutex::new(HashMap::new()));
+    let child_writer = tokio::spawn(write_lines(to_child_rx, child_stdin));
+    let client_writer = tokio::spawn(write_lines(to_client_rx, tokio::io::stdout()));
+
+    let client_side = tokio::spawn(pump_client(
+        enforcer.clone(),
+        route_name.clone(),
+        in_flight.clone(),
+        max_client_line,
+        to_child.clone(),
+        to_client.clone(),
+    ));
+    let server_side = tokio::spawn(pump_server(
+        enforcer,
+        route_name,
+        in_flight,
+        BufReader::new(child_stdout),
+        max_server_line,
+        ServerChannel::Stdio(to_child.clone()),
+        to_client,
+    ));
+    drop(to_child);
+
+    let status = tokio::select! {
+        status = child.wait() => status?,
+        () = crate::wait_for_signal() => {
+            tracing::info!("Signal received; stopping the server.");
+            terminate(&mut child, settings.timeouts.shutdown_grace).await?
+        }
+        _ = wait_client_done(client_side) => {
+            // Client EOF: the child's stdin is closed once queued lines are written; give it
+            // the grace period to finish on its own.
+            match tokio::time::timeout(settings.timeouts.shutdown_grace, child.wait()).await {
+                Ok(status) => status?,
+                Err(_) => terminate(&mut child, std::time::Duration::ZERO).await?,
+            }
+        }
+    };
+    // Everything the child wrote before exiting reaches the client.
+    let _ = server_side.await;
+    let _ = client_writer.await;
+    child_writer.abort();
+    Ok(exit_code(status))
+}
+
+async fn wait_client_done(task: tokio::task::JoinHandle<()>) {
+    let _ = task.await;
+}
+
+/// SIGTERM, then SIGKILL after `grace`.
+async fn terminate(
+    child: &mut tokio::process::Child,
+    grace: std::time::Duration,
+) -> std::io::Result<std::process::ExitStatus> {
+    if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    match tokio::time::timeout(grace, child.wait()).await {
+        Ok(status) => status,
+        Err(_) => {
+            child.start_kill()?;
+            child.wait().await
+        }
+    }
+}
+
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1)
+}
+
+async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    mut out: W,
+) {
+    while let Some(line) = rx.recv().await {
+        let ok = out.write_all(&line).await.is_ok() && out.write_all(b"\n").await.is_ok();
+        // Flush after a burst, not after every line.
+        if !ok || (rx.is_empty() && out.flush().await.is_err()) {
+            break;
+        }
+    }
+    let _ = out.flush().await;
+    let _ = out.shutdown().await;
+}
+
+/// Client → server: every line judged before it reaches the child.
+async fn pump_client(
+    enforcer: Arc<Enforcer>,
+    route: Arc<str>,
+    in_flight: InFlight,
+    max_line: usize,
+    to_child: mpsc::UnboundedSender<Bytes>,
+    to_client: mpsc::UnboundedSender<Bytes>,
+) {
+    let mut stdin = BufReader::new(tokio::io::stdin());
+    loop {
+        let line = match read_line(&mut stdin, max_line).await {
+            Ok(Line::Message(line)) => Bytes::from(line),
+            Ok(Line::TooLong) => {
+                tracing::warn!(
+                    limit = max_line,
+                    "Refused an over-long line from the client."
+                );
+                let error = crate::error::jsonrpc_error_body(
+                    None,
+                    -32600,
+                    "message exceeds the gateway's size limit",
+                    &serde_json::json!({"gateway": "elicitgate", "reason": "body_too_large"}),
+                );
+                let _ = to_client.send(error);
+                continue;
+            }
+            Ok(Line::Eof) | Err(_) => return,
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let envelope = Envelope::peek(&line);
+        let mut ex = enforcer.begin_stdio(route.clone(), &envelope);
+        let forward = match enforcer.on_client_message(&mut ex, &Method::POST, line) {
+            ClientVerdict::Forward(body) => body,
+            ClientVerdict::Reject(rejection) => {
+                let _ = to_client.send(rejection.body);
+                continue;
+            }
+            ClientVerdict::Substitute { body, rejection } => {
+                let _ = to_child.send(body);
+                let _ = to_client.send(rejection.body);
+                continue;
+            }
+        };
+        if ex.kind == Kind::Request {
+            if let Some(id) = &ex.request_id {
+                let key = id.get().to_owned();
+                if let Ok(mut map) = in_flight.lock() {
+                    // Bounded: a client cannot grow this past the pending limit.
+                    if map.len() < 100_000 {
+                        map.insert(key, ex);
+                    }
+                }
+            }
+        }
+        if to_child.send(forward).is_err() {
+            return;
+        }
+    }
+}
+
+/// Server → client: every line judged before it reaches the client.
+#[allow(clippy::too_many_arguments)]
+async fn pump_server<R: AsyncBufRead + Unpin>(
+    enforcer: Arc<Enforcer>,
+    route: Arc<str>,
+    in_flight: InFlight,
+    mut reader: R,
+    max_line: usize,
+    channel: ServerChannel,
+    to_client: mpsc::UnboundedSender<Bytes>,
+) {
+    loop {
+        let line = match read_line(&mut reader, max_line).await {
+            Ok(Line::Message(line)) => Bytes::from(line),
+            Ok(Line::TooLong) => {
+                tracing::warn!(
+                    limit = max_line,
+                    "Dropped an over-long line from the server."
+                );
+                continue;
+            }
+            Ok(Line::Eof) | Err(_) => return,
+        };
+        let envelope = Envelope::peek(&line);
+        // A response ends its request; it is judged with that request's facts.
+        let request = match (&envelope.kind, &envelope.id) {
+            (Kind::Response, Some(id)) => {
+                in_flight.lock().ok().and_then(|mut m| m.remove(id.get()))
+            }
+            _ => None,
+        };
+        if !crate::enforce::prescan::may_carry_elicitation(&line) {
+            let _ = to_client.send(line);
+            continue;
+        }
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+            tracing::warn!("Dropped a server line that mentions elicitation but is not JSON.");
+            continue;
+        };
+        let ex = request.unwrap_or_else(|| {
+            // A server request or notification: tied to the session, and associated only when
+            // a client request is in flight (SEP-2260).
+            let mut ex = enforcer.begin_stdio(route.clone(), &envelope);
+            ex.associated = in_flight.lock().map(|m| !m.is_empty()).unwrap_or(false);
+            ex.session = Some(Arc::from(STDIO_SESSION));
+            ex
+        });
+        match enforcer.judge_server_message(&ex, &message, &channel) {
+            ServerVerdict::Keep => {
+                let _ = to_client.send(line);
+            }
+            ServerVerdict::Drop => {}
+            ServerVerdict::Replace(v) => {
+                let _ = to_client.send(Bytes::from(v.to_string()));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn lines_are_bounded_and_over_long_ones_skipped_whole() {
+        let input: &[u8] = b"short\nthis line is far too long\nok\nlast-without-newline";
+        let mut r = BufReader::with_capacity(4, input);
+        assert_eq!(
+            read_line(&mut r, 10).await.unwrap(),
+            Line::Message(b"short".to_vec())
+        );
+        assert_eq!(read_line(&mut r, 10).await.unwrap(), Line::TooLong);
+        assert_eq!(
+            read_line(&mut r, 10).await.unwrap(),
+            Line::Message(b"ok".to_vec())
+        );
+        assert_eq!(
+            read_line(&mut r, 100).await.unwrap(),
+            Line::Message(b"last-without-newline".to_vec())
+        );
+        assert_eq!(read_line(&mut r, 100).await.unwrap(), Line::Eof);
+    }
+}
