@@ -425,7 +425,7 @@ class Bench:
         for i, count in enumerate(counts):
             for t in (("elicitgate", "nginx") if i % 2 == 0 else ("nginx", "elicitgate")):
                 r = mc.hold_idle(HOST, self.ports[t], "/mcp", count, self.pids[t], settle=a.idle_settle,
-                                 timeout=120)
+                                 concurrency=100, timeout=120)
                 r["kib_per_stream"] = (r["rss_held_kib"] - r["rss_before_kib"]) / max(1, r["opened"])
                 out[t].append(r)
                 if r["errors"]:
@@ -499,6 +499,9 @@ def ratio(a, b):
 
 def report(res, args):
     L = []
+    if res["smoke"]:
+        L.append("**Smoke run: tiny counts (and usually a debug build); these numbers are not measurements.**")
+        L.append("")
     m = res["machine"]
     L.append(f"Machine: {m['cores']} cores, {m['cpu']}, {m['mem_gib']} GiB RAM, Linux {m['kernel']}. "
              f"Background CPU busy before start {res['background_busy']:.0%}; loadavg "
@@ -522,6 +525,9 @@ def report(res, args):
             row(f"{title}: added {name} over direct (ms)", added, fmt_us)
         row(f"{title}: proxy CPU per request (µs)",
             {t: r[t]["proxy_cpu_us_per_req"] for t in TARGETS}, lambda v: "–" if v is None else f"{v:.1f}")
+        row(f"{title}: upstream CPU per request (µs)",
+            {t: r[t]["upstream_cpu_us_per_req"] for t in TARGETS}, lambda v: "–" if v is None else f"{v:.1f}",
+            ratios=False)
         row(f"{title}: errors (all rounds)", {t: r[t]["errors"] for t in TARGETS}, ratios=False)
 
     s = res["small"]
@@ -588,7 +594,7 @@ def verdicts(res):
         t = res[key]["targets"]
         d, n, g = (t[x]["p99_us"] for x in TARGETS)
         out.append(f"{'MET' if g <= n else 'MISSED'}: added p99 ≤ nginx's at {name} "
-                   f"(elicitgate +{(g - d) / 1000:.3f} ms, nginx +{(n - d) / 1000:.3f} ms over direct)")
+                   f"(elicitgate {(g - d) / 1000:+.3f} ms, nginx {(n - d) / 1000:+.3f} ms over direct)")
     ss = res["sse"]["targets"]
     g, n = ss["elicitgate"]["ttfe_p99_us"], ss["nginx"]["ttfe_p99_us"]
     g50, n50 = ss["elicitgate"]["ttfe_p50_us"], ss["nginx"]["ttfe_p50_us"]

@@ -190,13 +190,17 @@ fn main() -> ExitCode {
             if admin_listen.is_some() {
                 tracing::warn!("--admin-listen is not served in stdio mode yet; metrics are only in the audit log.");
             }
-            match runtime.block_on(elicitgate::stdio::run(settings, route, command)) {
-                Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            let code = match runtime.block_on(elicitgate::stdio::run(settings, route, command)) {
+                Ok(code) => code,
                 Err(e) => {
                     eprintln!("error: {e:#}");
-                    ExitCode::from(1)
+                    1
                 }
-            }
+            };
+            // Reading our stdin occupies a blocking thread that a runtime shutdown would wait
+            // for; everything is flushed by now, so leave at once.
+            runtime.shutdown_background();
+            std::process::exit(code)
         }
         Command::Demo { keep_running } => {
             let runtime = match tokio::runtime::Runtime::new() {

@@ -112,7 +112,7 @@ pub async fn run(
     let child_writer = tokio::spawn(write_lines(to_child_rx, child_stdin));
     let client_writer = tokio::spawn(write_lines(to_client_rx, tokio::io::stdout()));
 
-    let client_side = tokio::spawn(pump_client(
+    let mut client_side = tokio::spawn(pump_client(
         enforcer.clone(),
         route_name.clone(),
         in_flight.clone(),
@@ -126,35 +126,37 @@ pub async fn run(
         in_flight,
         BufReader::new(child_stdout),
         max_server_line,
-        ServerChannel::Stdio(to_child.clone()),
+        ServerChannel::Stdio(to_child.downgrade()),
         to_client,
     ));
     drop(to_child);
 
-    let status = tokio::select! {
-        status = child.wait() => status?,
+    let (status, client_finished) = tokio::select! {
+        status = child.wait() => (status?, false),
         () = crate::wait_for_signal() => {
             tracing::info!("Signal received; stopping the server.");
-            terminate(&mut child, settings.timeouts.shutdown_grace).await?
+            (terminate(&mut child, settings.timeouts.shutdown_grace).await?, false)
         }
-        _ = wait_client_done(client_side) => {
+        _ = &mut client_side => {
             // Client EOF: the child's stdin is closed once queued lines are written; give it
             // the grace period to finish on its own.
-            match tokio::time::timeout(settings.timeouts.shutdown_grace, child.wait()).await {
+            let status = match tokio::time::timeout(settings.timeouts.shutdown_grace, child.wait()).await {
                 Ok(status) => status?,
                 Err(_) => terminate(&mut child, std::time::Duration::ZERO).await?,
-            }
+            };
+            (status, true)
         }
     };
-    // Everything the child wrote before exiting reaches the client.
+    // No more client input is relayed; everything the child wrote before exiting reaches the
+    // client, then standard output is flushed and closed.
+    if !client_finished {
+        client_side.abort();
+        let _ = client_side.await;
+    }
     let _ = server_side.await;
     let _ = client_writer.await;
     child_writer.abort();
     Ok(exit_code(status))
-}
-
-async fn wait_client_done(task: tokio::task::JoinHandle<()>) {
-    let _ = task.await;
 }
 
 /// SIGTERM, then SIGKILL after `grace`.

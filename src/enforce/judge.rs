@@ -38,8 +38,9 @@ pub enum ServerVerdict {
 pub enum ServerChannel {
     /// POST to the upstream, in the client's session.
     Http(Box<Upstream>),
-    /// Write a line to the server process's stdin.
-    Stdio(tokio::sync::mpsc::UnboundedSender<Bytes>),
+    /// Write a line to the server process's stdin. Weak, so that the client side alone keeps
+    /// the child's stdin open (client EOF must reach the child).
+    Stdio(tokio::sync::mpsc::WeakUnboundedSender<Bytes>),
 }
 
 /// Judges the events of one SSE response; owned by the relay of that response.
@@ -464,7 +465,7 @@ pub fn error_response_body(id: &Value, code: i64, message: &str, verdict: &Verdi
 fn answer_server(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, body: Bytes) {
     let upstream = match channel {
         ServerChannel::Stdio(tx) => {
-            let ok = tx.send(body).is_ok();
+            let ok = tx.upgrade().is_some_and(|tx| tx.send(body).is_ok());
             enforcer.recorder.gateway_answer(&ex.route_name, ok);
             return;
         }

@@ -275,6 +275,7 @@ impl Enforcer {
             && !is_response
             && ex.era != Era::Stateless2026
             && !prescan::may_carry_elicitation(&body)
+            && !prescan::declares_2026_meta(&body)
         {
             return ClientVerdict::Forward(body);
         }

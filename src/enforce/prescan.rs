@@ -31,6 +31,16 @@ static NEEDLES: LazyLock<Vec<Finder<'static>>> = LazyLock::new(|| {
     .collect()
 });
 
+static META_2026: LazyLock<Finder<'static>> =
+    LazyLock::new(|| Finder::new(b"modelcontextprotocol/protocolVersion").into_owned());
+
+/// True when a client message may declare its protocol version in `_meta` (2026-07-28), the
+/// only era signal on stdio, where there is no `MCP-Protocol-Version` header. (An escaped
+/// spelling is caught by [`may_carry_elicitation`]'s escape needles.)
+pub fn declares_2026_meta(json: &[u8]) -> bool {
+    META_2026.find(json).is_some()
+}
+
 /// True when `json` might carry an elicitation (or an answer to one) and must be parsed.
 pub fn may_carry_elicitation(json: &[u8]) -> bool {
     NEEDLES.iter().any(|f| f.find(json).is_some())
