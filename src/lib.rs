@@ -45,6 +45,11 @@ use tokio::task::JoinHandle;
 pub struct Shutdown(watch::Receiver<bool>);
 
 impl Shutdown {
+    /// A handle on `stopping`, which turns true when shutdown begins.
+    pub fn new(stopping: watch::Receiver<bool>) -> Self {
+        Self(stopping)
+    }
+
     /// Resolves once shutdown has been requested (at once if it already was).
     pub async fn wait(&mut self) {
         let _ = self.0.wait_for(|stopping| *stopping).await;

@@ -187,10 +187,8 @@ fn main() -> ExitCode {
                     return ExitCode::from(1);
                 }
             };
-            if admin_listen.is_some() {
-                tracing::warn!("--admin-listen is not served in stdio mode yet; metrics are only in the audit log.");
-            }
-            let code = match runtime.block_on(elicitgate::stdio::run(settings, route, command)) {
+            let run = elicitgate::stdio::run(settings, route, command, admin_listen);
+            let code = match runtime.block_on(run) {
                 Ok(code) => code,
                 Err(e) => {
                     eprintln!("error: {e:#}");

@@ -82,8 +82,23 @@ pub async fn run(
     settings: Settings,
     route: Option<String>,
     command: Vec<String>,
+    admin_listen: Option<std::net::SocketAddr>,
 ) -> anyhow::Result<i32> {
     let metrics = crate::metrics::Metrics::new();
+    let (_stop_admin, stopping) = tokio::sync::watch::channel(false);
+    if let Some(addr) = admin_listen {
+        let listener = crate::proxy::server::bind(addr).await?;
+        tracing::info!(admin_addr = %listener.local_addr()?, "Admin endpoints listening.");
+        let state = Arc::new(crate::admin::AdminState {
+            metrics: metrics.clone(),
+            ready: true.into(),
+        });
+        tokio::spawn(crate::admin::serve(
+            listener,
+            state,
+            crate::Shutdown::new(stopping),
+        ));
+    }
     let sink = crate::audit_sink_with(&settings, &metrics, true)?;
     let enforcer = crate::enforcer_for(&settings, &metrics, sink)?;
     let route_name: Arc<str> = Arc::from(
