@@ -5,9 +5,19 @@
 //! - [`proxy`]: route table, per-request pipeline, streaming relay, upstream clients,
 //!   accept loop.
 //! - [`mcp`]: MCP wire formats: JSON-RPC envelopes and incremental SSE framing.
-//! - [`error`]: the one error type and the one place that turns it into a response.
+//! - [`elicitation`]: one view of an elicitation whatever carried it; client capabilities.
+//! - [`policy`]: the policy model, its compiler and the per-route policy set.
+//! - [`inspect`]: the pure decision (`inspect`, `check_response`): no I/O, clock, logs or
+//!   metrics inside.
+//! - [`enforce`]: live enforcement: the facts `inspect` needs, state between messages, and
+//!   acting on verdicts on both sides of the proxy.
+//! - [`audit`]: redacted audit events, keyed hashing, the non-blocking rotating writer.
 //! - [`metrics`]: every Prometheus family, in one explicit registry.
+//! - [`error`]: the one error type and the one place that turns it into a response.
 //! - [`admin`]: `/metrics`, `/healthz`, `/readyz` on their own listener.
+//! - [`reload`]: hot reload on SIGHUP and file change.
+//! - [`stdio`]: the same enforcement for local stdio servers.
+//! - [`inspect_cli`], [`demo`]: the `inspect` and `demo` commands.
 //! - [`tls`]: rustls server and client configuration.
 //!
 //! [`start`] runs the whole gateway; `main` and the integration tests both call it.
