@@ -462,3 +462,49 @@ async fn a_lost_answer_expires_and_a_retried_request_elicits_afresh() {
     assert!(m.contains("elicitgate_pending_elicitations 0"), "{m}");
     gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn pending_elicitations_end_with_their_request_but_survive_an_early_close() {
+    let upstream = legacy_server(|msg| {
+        let n = msg["params"]["name"].as_str().unwrap_or("x").to_owned();
+        let ask = form(
+            &format!("f-{n}"),
+            "Pick a region",
+            json!({"region":{"type":"string"}}),
+        );
+        if n == "done" {
+            // The tool finished (timed out waiting) and the stream carried its final result.
+            sse(&[
+                ask,
+                json!({"jsonrpc":"2.0","id":"c","result":{"isError":true,"content":[]}}),
+            ])
+        } else {
+            // A resumable server closed the stream early; the client will answer and poll.
+            sse(&[ask])
+        }
+    })
+    .await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    initialize(&gw, BOTH).await;
+    let call = |name: &str| {
+        in_session(rpc_post(
+            &gw.url(),
+            &json!({"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":name}})
+                .to_string(),
+        ))
+    };
+    send(call("done")).await;
+    send(call("early")).await;
+    let accept = json!({"action":"accept","content":{"region":"eu"}});
+    assert_eq!(
+        answer(&gw, "f-done", accept.clone()).await.0,
+        StatusCode::BAD_REQUEST,
+        "its request is over"
+    );
+    assert_eq!(
+        answer(&gw, "f-early", accept).await.0,
+        StatusCode::ACCEPTED,
+        "still awaited by the server"
+    );
+    gw.shutdown().await;
+}

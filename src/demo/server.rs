@@ -115,7 +115,7 @@ fn respond(status: StatusCode, body: Option<Value>) -> Response<Body> {
     if body.is_some() {
         r.headers_mut().insert(
             header::CONTENT_TYPE,
-            "application/json".parse().expect("static"),
+            http::HeaderValue::from_static("application/json"),
         );
     }
     r
@@ -268,7 +268,7 @@ fn tool_call(state: Arc<State>, session: String, id: Value, name: &str) -> Respo
     let mut r = Response::new(StreamBody::new(stream).boxed());
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        "text/event-stream".parse().expect("static"),
+        http::HeaderValue::from_static("text/event-stream"),
     );
     r
 }

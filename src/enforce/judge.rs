@@ -50,6 +50,30 @@ pub struct StreamJudge {
     pub channel: ServerChannel,
     /// Rewrites the HTTP+SSE transport's `endpoint` event to a gateway path.
     pub endpoints: Option<EndpointMap>,
+    /// Legacy elicitations this stream forwarded. Those still unanswered when the stream
+    /// carries the final response are forgotten: their request is over, a late answer is
+    /// `response.unknown`. (A stream that closes early — resumable servers poll — keeps them
+    /// until their TTL.)
+    forwarded: Vec<PendingKey>,
+    request_done: bool,
+}
+
+impl StreamJudge {
+    pub fn new(
+        enforcer: Arc<Enforcer>,
+        exchange: Exchange,
+        channel: ServerChannel,
+        endpoints: Option<EndpointMap>,
+    ) -> Self {
+        Self {
+            enforcer,
+            exchange,
+            channel,
+            endpoints,
+            forwarded: Vec::new(),
+            request_done: false,
+        }
+    }
 }
 
 impl StreamJudge {
@@ -62,13 +86,39 @@ impl StreamJudge {
         let Some(data) = fields.data.as_deref().filter(|d| !d.is_empty()) else {
             return Some(raw);
         };
+        if !self.forwarded.is_empty() && !self.request_done {
+            let envelope = crate::mcp::jsonrpc::Envelope::peek(data);
+            self.request_done = envelope.kind == crate::mcp::jsonrpc::Kind::Response
+                && envelope.id.as_deref().map(|i| i.get())
+                    == self.exchange.request_id.as_deref().map(|i| i.get());
+            if self.request_done {
+                self.enforcer.forget_pending(&self.forwarded);
+            }
+        }
         if !super::prescan::may_carry_elicitation(data) {
             return Some(raw);
         }
         let verdict = match serde_json::from_slice::<Value>(data) {
             Ok(message) => {
-                self.enforcer
-                    .judge_server_message(&self.exchange, &message, &self.channel)
+                let verdict =
+                    self.enforcer
+                        .judge_server_message(&self.exchange, &message, &self.channel);
+                if let (ServerVerdict::Keep, Some(elicitation::ELICITATION_CREATE), Some(id)) = (
+                    &verdict,
+                    message.get("method").and_then(Value::as_str),
+                    message.get("id"),
+                ) {
+                    self.forwarded.push(PendingKey {
+                        route: self.exchange.route,
+                        session: self
+                            .exchange
+                            .session
+                            .clone()
+                            .unwrap_or_else(|| Arc::from("")),
+                        id: id.to_string(),
+                    });
+                }
+                verdict
             }
             // It names an elicitation but cannot be judged: fail closed.
             Err(_) => {
@@ -121,6 +171,17 @@ impl StreamJudge {
 }
 
 impl Enforcer {
+    /// Drops pending legacy elicitations whose stream has ended.
+    pub fn forget_pending(&self, keys: &[PendingKey]) {
+        let now = Instant::now();
+        let mut state = self.state();
+        for key in keys {
+            state.pending.remove(key, now);
+        }
+        self.recorder
+            .pending(state.pending_count(), state.sessions.len());
+    }
+
     /// Judges a whole JSON response body; returns the body to send.
     pub fn judge_json_body(&self, ex: &Exchange, body: Bytes, channel: &ServerChannel) -> Bytes {
         if !super::prescan::may_carry_elicitation(&body) {

@@ -220,12 +220,12 @@ async fn relay_response(
         ResponseBody::empty()
     } else if event_stream {
         let max_event = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
-        let judge = StreamJudge {
-            enforcer: gateway.enforcer.clone(),
+        let judge = StreamJudge::new(
+            gateway.enforcer.clone(),
             exchange,
-            channel: ServerChannel::Http(Box::new(route.upstream.clone())),
-            endpoints: Some(route.endpoint_map()),
-        };
+            ServerChannel::Http(Box::new(route.upstream.clone())),
+            Some(route.endpoint_map()),
+        );
         ResponseBody::Relay(Box::new(Relay::new(
             body,
             idle,

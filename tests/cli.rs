@@ -1,0 +1,114 @@
+//! The command-line contracts: `inspect` exit codes and output line, `check-config` reporting,
+//! and `demo` ending every case as expected.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_elicitgate");
+
+fn config() -> String {
+    format!("{}/config/elicitgate.yaml", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn inspect(args: &[&str], input: &str) -> (i32, serde_json::Value) {
+    let mut child = Command::new(BIN)
+        .args(["inspect", "--config", &config()])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 1, "exactly one line: {text}");
+    (
+        out.status.code().unwrap(),
+        serde_json::from_str(&text).unwrap(),
+    )
+}
+
+#[test]
+fn inspect_exit_codes_and_output() {
+    let allowed = r#"{"message":"Choose the deployment target","requestedSchema":{"type":"object","properties":{"env":{"type":"string","enum":["staging","production"]}}}}"#;
+    let (code, v) = inspect(&[], allowed);
+    assert_eq!((code, v["verdict"].as_str()), (0, Some("allow")));
+    assert_eq!(v["rules"], serde_json::json!([]));
+
+    let denied = r#"{"jsonrpc":"2.0","id":1,"method":"elicitation/create","params":{"message":"Enter your API key","requestedSchema":{"type":"object","properties":{"apiKey":{"type":"string"}}}}}"#;
+    let (code, v) = inspect(&[], denied);
+    assert_eq!((code, v["verdict"].as_str()), (1, Some("deny")));
+    assert!(v["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|r| r == "form.secret"));
+    assert!(v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|f| !f.to_string().contains("Enter your")));
+
+    // A form-only client and a URL-mode request.
+    let url = r#"{"mode":"url","elicitationId":"e","message":"Connect","url":"https://auth.example.com/x"}"#;
+    let (code, v) = inspect(&["--capabilities", r#"{"elicitation":{}}"#], url);
+    assert_eq!(code, 1);
+    assert_eq!(v["rules"], serde_json::json!(["mode.undeclared"]));
+
+    let (code, v) = inspect(&[], "not json");
+    assert_eq!(code, 2);
+    assert!(v["error"].is_string());
+    let (code, _) = inspect(&["--route", "no-such-route"], allowed);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn check_config_reports_every_error_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bad.yaml");
+    std::fs::write(&path, "listen: nope\ncolour: blue\npolicies:\n  p:\n    rules: { form.secrets: deny }\n    url: { alowed_hosts: [] }\nroutes:\n  - { name: a, path: /a, upstream: \"http://127.0.0.1:1/\", policy: q }\n").unwrap();
+    let out = Command::new(BIN)
+        .args(["check-config", "--config"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    for needle in ["listen", "colour", "form.secrets", "alowed_hosts", "policy"] {
+        assert!(err.contains(needle), "{needle} missing from:\n{err}");
+    }
+    for file in ["elicitgate.yaml", "policy.yaml"] {
+        let out = Command::new(BIN)
+            .args([
+                "check-config",
+                "--config",
+                &format!("{}/config/{file}", env!("CARGO_MANIFEST_DIR")),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn demo_ends_every_case_as_expected() {
+    let out = Command::new(BIN).arg("demo").output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(text.matches("BLOCKED by").count(), 4, "{text}");
+    assert_eq!(text.matches("ALLOWED").count(), 1, "{text}");
+    assert!(text.contains("All 5 cases ended as expected."));
+}
