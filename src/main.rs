@@ -146,6 +146,13 @@ fn inspect(
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
+fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
+    tokio::runtime::Runtime::new().map_err(|e| {
+        eprintln!("error: cannot start the runtime: {e}");
+        ExitCode::from(1)
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -180,12 +187,9 @@ fn main() -> ExitCode {
                 Err(code) => return code,
             };
             init_tracing(&settings);
-            let runtime = match tokio::runtime::Runtime::new() {
+            let runtime = match runtime() {
                 Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("error: cannot start the runtime: {e}");
-                    return ExitCode::from(1);
-                }
+                Err(code) => return code,
             };
             let run = elicitgate::stdio::run(settings, route, command, admin_listen);
             let code = match runtime.block_on(run) {
@@ -201,12 +205,9 @@ fn main() -> ExitCode {
             std::process::exit(code)
         }
         Command::Demo { keep_running } => {
-            let runtime = match tokio::runtime::Runtime::new() {
+            let runtime = match runtime() {
                 Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("error: cannot start the runtime: {e}");
-                    return ExitCode::from(1);
-                }
+                Err(code) => return code,
             };
             match runtime.block_on(elicitgate::demo::run(keep_running)) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -222,12 +223,9 @@ fn main() -> ExitCode {
                 Err(code) => return code,
             };
             init_tracing(&settings);
-            let runtime = match tokio::runtime::Runtime::new() {
+            let runtime = match runtime() {
                 Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("error: cannot start the runtime: {e}");
-                    return ExitCode::from(1);
-                }
+                Err(code) => return code,
             };
             match runtime.block_on(serve(settings, config)) {
                 Ok(()) => ExitCode::SUCCESS,

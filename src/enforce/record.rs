@@ -48,6 +48,16 @@ impl Recorder {
         }
     }
 
+    /// The rule ids and findings of `verdict`, onto `event`.
+    fn add_verdict(&self, event: &mut AuditEvent, verdict: &Verdict) {
+        event.rules = verdict
+            .rules
+            .iter()
+            .map(|r| r.as_str().to_owned())
+            .collect();
+        event.findings = self.findings(verdict);
+    }
+
     fn findings(&self, verdict: &Verdict) -> Vec<AuditFinding> {
         verdict
             .findings
@@ -103,12 +113,7 @@ impl Recorder {
         event.method = Some("elicitation/create");
         event.mode = Some(mode);
         event.verdict = Some(label);
-        event.rules = verdict
-            .rules
-            .iter()
-            .map(|r| r.as_str().to_owned())
-            .collect();
-        event.findings = self.findings(verdict);
+        self.add_verdict(&mut event, verdict);
         event.elicitation = view
             .elicitation_id()
             .map(|id| self.auditor.hash("elicitation", id));
@@ -176,12 +181,7 @@ impl Recorder {
         let mut event = self.base(ex, kind);
         event.mode = mode.map(Mode::as_str);
         event.verdict = Some(label);
-        event.rules = verdict
-            .rules
-            .iter()
-            .map(|r| r.as_str().to_owned())
-            .collect();
-        event.findings = self.findings(verdict);
+        self.add_verdict(&mut event, verdict);
         self.auditor.emit(&event);
     }
 
