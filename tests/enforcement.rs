@@ -508,3 +508,31 @@ async fn pending_elicitations_end_with_their_request_but_survive_an_early_close(
     );
     gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_gateway_never_fetches_a_url_mode_link() {
+    // A listener standing in for the external page: it must never see a connection.
+    let page = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = page.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = hits.clone();
+    tokio::spawn(async move {
+        while page.accept().await.is_ok() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let link = format!("https://localhost:{port}/connect?flow=abc");
+    let upstream = legacy_server(move |_| sse(&[url_elicitation("u-1", "e-1", &link)])).await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    initialize(&gw, BOTH).await;
+    let stream = call_tool(&gw).await;
+    assert!(stream.contains(&format!("localhost:{port}")), "the link reaches the client unchanged: {stream}");
+    assert_eq!(answer(&gw, "u-1", json!({"action":"accept"})).await.0, StatusCode::ACCEPTED);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the gateway fetched the page");
+    // The audit event names the host, never the query.
+    let allowed = gw.audit_of("elicitation.allowed").await;
+    assert_eq!(allowed[0]["url"]["host"], "localhost");
+    assert_eq!(allowed[0]["url"]["query"], "flow=[redacted]");
+    gw.shutdown().await;
+}
