@@ -526,10 +526,20 @@ async fn the_gateway_never_fetches_a_url_mode_link() {
     let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
     initialize(&gw, BOTH).await;
     let stream = call_tool(&gw).await;
-    assert!(stream.contains(&format!("localhost:{port}")), "the link reaches the client unchanged: {stream}");
-    assert_eq!(answer(&gw, "u-1", json!({"action":"accept"})).await.0, StatusCode::ACCEPTED);
+    assert!(
+        stream.contains(&format!("localhost:{port}")),
+        "the link reaches the client unchanged: {stream}"
+    );
+    assert_eq!(
+        answer(&gw, "u-1", json!({"action":"accept"})).await.0,
+        StatusCode::ACCEPTED
+    );
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(hits.load(std::sync::atomic::Ordering::SeqCst), 0, "the gateway fetched the page");
+    assert_eq!(
+        hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the gateway fetched the page"
+    );
     // The audit event names the host, never the query.
     let allowed = gw.audit_of("elicitation.allowed").await;
     assert_eq!(allowed[0]["url"]["host"], "localhost");

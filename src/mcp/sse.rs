@@ -23,46 +23,40 @@ pub enum SseError {
 }
 
 /// Splits an SSE byte stream into raw events.
+///
+/// Zero-copy on the common path: a chunk pushed with [`SseDecoder::push_bytes`] while nothing
+/// is buffered is scanned in place and its complete events are handed out as slices of it;
+/// only the unfinished tail of a chunk is copied (into `buf`), to be completed by later chunks.
 #[derive(Debug)]
 pub struct SseDecoder {
+    /// An unfinished event carried across chunks.
     buf: BytesMut,
-    /// Next byte of `buf` not yet scanned for line endings.
-    pos: usize,
-    /// Start of the line being scanned.
-    line_start: usize,
-    /// The last byte scanned was a CR at the end of the buffer: an LF that comes next belongs
-    /// to the same line ending.
-    after_cr: bool,
+    /// A chunk being scanned in place (only while `buf` is empty).
+    chunk: Bytes,
+    scan: Scan,
     max_event_bytes: usize,
 }
 
-impl SseDecoder {
-    pub fn new(max_event_bytes: usize) -> Self {
-        Self {
-            buf: BytesMut::new(),
-            pos: 0,
-            line_start: 0,
-            after_cr: false,
-            max_event_bytes,
-        }
-    }
+/// Where scanning of the current data stands.
+#[derive(Debug, Default, Clone, Copy)]
+struct Scan {
+    /// Next byte not yet scanned for line endings.
+    pos: usize,
+    /// Start of the line being scanned.
+    line_start: usize,
+    /// The last byte scanned was a CR at the end of the data: an LF that comes next belongs
+    /// to the same line ending.
+    after_cr: bool,
+}
 
-    /// Appends bytes received from the stream.
-    pub fn push(&mut self, chunk: &[u8]) {
-        self.buf.extend_from_slice(chunk);
-    }
-
-    /// Bytes buffered for an event that has not ended yet.
-    pub fn buffered(&self) -> usize {
-        self.buf.len()
-    }
-
-    /// Returns the next complete event's raw bytes, `Ok(None)` when more bytes are needed.
-    pub fn next_event(&mut self) -> Result<Option<Bytes>, SseError> {
+impl Scan {
+    /// Scans `data` for the blank line that ends the event starting at `data[0]`; returns the
+    /// event's length when found.
+    fn event_end(&mut self, data: &[u8]) -> Option<usize> {
         loop {
-            if self.after_cr && self.pos < self.buf.len() {
+            if self.after_cr && self.pos < data.len() {
                 self.after_cr = false;
-                if self.buf[self.pos] == b'\n' {
+                if data[self.pos] == b'\n' {
                     // Second half of a CRLF split across chunks. When the CR closed an event,
                     // this LF opens the next raw slice; parsing skips it as an empty line.
                     self.pos += 1;
@@ -70,22 +64,15 @@ impl SseDecoder {
                     continue;
                 }
             }
-            let rest = &self.buf[self.pos..];
-            let Some(offset) = memchr::memchr2(b'\r', b'\n', rest) else {
-                self.pos = self.buf.len();
-                return if self.buf.len() > self.max_event_bytes {
-                    Err(SseError::EventTooLarge {
-                        limit: self.max_event_bytes,
-                    })
-                } else {
-                    Ok(None)
-                };
+            let Some(offset) = memchr::memchr2(b'\r', b'\n', &data[self.pos..]) else {
+                self.pos = data.len();
+                return None;
             };
             let at = self.pos + offset;
-            let end = match self.buf[at] {
-                b'\r' if at + 1 < self.buf.len() && self.buf[at + 1] == b'\n' => at + 2,
+            let end = match data[at] {
+                b'\r' if at + 1 < data.len() && data[at + 1] == b'\n' => at + 2,
                 b'\r' => {
-                    self.after_cr = at + 1 == self.buf.len();
+                    self.after_cr = at + 1 == data.len();
                     at + 1
                 }
                 _ => at + 1,
@@ -94,23 +81,90 @@ impl SseDecoder {
             self.pos = end;
             self.line_start = end;
             if blank {
-                if end > self.max_event_bytes {
-                    return Err(SseError::EventTooLarge {
-                        limit: self.max_event_bytes,
-                    });
-                }
                 self.pos = 0;
                 self.line_start = 0;
-                return Ok(Some(self.buf.split_to(end).freeze()));
+                return Some(end);
             }
+        }
+    }
+}
+
+impl SseDecoder {
+    pub fn new(max_event_bytes: usize) -> Self {
+        Self {
+            buf: BytesMut::new(),
+            chunk: Bytes::new(),
+            scan: Scan::default(),
+            max_event_bytes,
+        }
+    }
+
+    /// Appends bytes received from the stream (copying them).
+    pub fn push(&mut self, chunk: &[u8]) {
+        self.push_bytes(Bytes::copy_from_slice(chunk));
+    }
+
+    /// Appends a chunk received from the stream, without copying it when nothing is buffered.
+    pub fn push_bytes(&mut self, chunk: Bytes) {
+        if self.buf.is_empty() && self.chunk.is_empty() {
+            self.chunk = chunk;
+        } else {
+            self.spill();
+            self.buf.extend_from_slice(&chunk);
+        }
+    }
+
+    /// Moves the in-place chunk into `buf` (scan positions stay valid: both start at the
+    /// same byte).
+    fn spill(&mut self) {
+        if !self.chunk.is_empty() {
+            self.buf.extend_from_slice(&self.chunk);
+            self.chunk = Bytes::new();
+        }
+    }
+
+    /// Bytes held for events not handed out yet.
+    pub fn buffered(&self) -> usize {
+        self.buf.len() + self.chunk.len()
+    }
+
+    fn too_large(&self, len: usize) -> Result<(), SseError> {
+        if len > self.max_event_bytes {
+            Err(SseError::EventTooLarge {
+                limit: self.max_event_bytes,
+            })
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Returns the next complete event's raw bytes, `Ok(None)` when more bytes are needed.
+    pub fn next_event(&mut self) -> Result<Option<Bytes>, SseError> {
+        if !self.chunk.is_empty() {
+            match self.scan.event_end(&self.chunk) {
+                Some(end) => {
+                    self.too_large(end)?;
+                    let event = self.chunk.slice(..end);
+                    self.chunk = self.chunk.slice(end..);
+                    return Ok(Some(event));
+                }
+                // The chunk ends mid-event: keep its tail for the next chunk.
+                None => self.spill(),
+            }
+        }
+        match self.scan.event_end(&self.buf) {
+            Some(end) => {
+                self.too_large(end)?;
+                Ok(Some(self.buf.split_to(end).freeze()))
+            }
+            None => self.too_large(self.buf.len()).map(|()| None),
         }
     }
 
     /// Ends the stream: whatever was buffered for an unfinished event, unchanged.
     pub fn finish(&mut self) -> Option<Bytes> {
-        self.pos = 0;
-        self.line_start = 0;
-        self.after_cr = false;
+        self.spill();
+        self.scan = Scan::default();
         (!self.buf.is_empty()).then(|| self.buf.split().freeze())
     }
 }

@@ -162,3 +162,24 @@ proptest! {
         prop_assert_eq!(raws.concat(), stream);
     }
 }
+
+#[test]
+fn whole_events_in_a_chunk_are_handed_out_without_copying() {
+    let chunk = Bytes::from_static(b"data: a\n\ndata: b\n\ndata: partial");
+    let range = chunk.as_ptr() as usize..chunk.as_ptr() as usize + chunk.len();
+    let mut decoder = SseDecoder::new(1024);
+    decoder.push_bytes(chunk);
+    for _ in 0..2 {
+        let event = decoder.next_event().unwrap().unwrap();
+        assert!(
+            range.contains(&(event.as_ptr() as usize)),
+            "event was copied"
+        );
+    }
+    assert_eq!(decoder.next_event(), Ok(None));
+    decoder.push_bytes(Bytes::from_static(b"\n\n"));
+    assert_eq!(
+        &decoder.next_event().unwrap().unwrap()[..],
+        b"data: partial\n\n"
+    );
+}

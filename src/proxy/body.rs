@@ -140,7 +140,7 @@ impl Relay {
                     let deadline = Instant::now() + self.idle_timeout;
                     self.idle.as_mut().reset(deadline);
                     match (&mut self.sse, frame.into_data()) {
-                        (Some(decoder), Ok(data)) => decoder.push(&data),
+                        (Some(decoder), Ok(data)) => decoder.push_bytes(data),
                         (None, Ok(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
                         (_, Err(frame)) => return Poll::Ready(Some(Ok(frame))),
                     }
