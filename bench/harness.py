@@ -254,7 +254,9 @@ class Bench:
         wait_port(up, p, "bench_upstream")
         self.pids["direct"] = [p.pid]
 
-        conf = os.path.join(self.dir, "elicitgate.yaml")
+        # A directory of its own: the gateway watches its configuration's directory for reloads.
+        os.makedirs(os.path.join(self.dir, "elicitgate"), exist_ok=True)
+        conf = os.path.join(self.dir, "elicitgate", "elicitgate.yaml")
         with open(conf, "w") as f:
             f.write(GATEWAY_CONF.format(host=HOST, port=gw, admin_port=gwa, upstream_port=up))
         check = subprocess.run([a.gateway_bin, "check-config", "--config", conf],

@@ -72,7 +72,7 @@ impl Default for Limits {
             max_connections: 10_000,
             max_response_body: ByteSize::mib(16),
             max_sessions: 100_000,
-            max_pending: 100_000,
+            max_pending: 10_000,
         }
     }
 }
