@@ -26,6 +26,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.dont_write_bytecode = True  # keep bench/ free of __pycache__
 import mcpclient as mc  # noqa: E402
 
 HOST = "127.0.0.1"
@@ -616,7 +617,8 @@ def report(res, args):
         for p, name in (("p50_us", "p50"), ("p99_us", "p99"), ("p999_us", "p99.9")):
             row(f"{title}: {name} latency (ms)", {t: r[t][p] for t in TARGETS}, fmt_us)
         added = {t: (r[t]["p99_us"] - r["direct"]["p99_us"]) if t != "direct" else None for t in TARGETS}
-        row(f"{title}: added p99 over direct (ms)", added, fmt_us)
+        positive = all(v is None or v > 0 for v in added.values())
+        row(f"{title}: added p99 over direct (ms)", added, fmt_us, ratios=positive)
         row(f"{title}: proxy CPU per request (µs)", {t: r[t]["proxy_cpu_us_per_req"] for t in TARGETS}, one)
         row(f"{title}: upstream CPU per request (µs)", {t: r[t]["upstream_cpu_us_per_req"] for t in TARGETS},
             one, ratios=False)

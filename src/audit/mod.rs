@@ -143,6 +143,11 @@ impl Auditor {
         })
     }
 
+    /// False when events would be discarded: callers skip building them.
+    pub fn enabled(&self) -> bool {
+        self.sink.is_enabled()
+    }
+
     /// A keyed hash of an identifier: `kind` separates namespaces (a session id and a
     /// principal with the same text hash differently).
     pub fn hash(&self, kind: &str, value: &str) -> String {

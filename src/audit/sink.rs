@@ -63,6 +63,11 @@ impl AuditSink {
         )
     }
 
+    /// False when auditing is off (lines would be discarded).
+    pub fn is_enabled(&self) -> bool {
+        self.tx.is_some()
+    }
+
     /// Queues one line (without its newline). Never blocks.
     pub fn write(&self, line: String) {
         let Some(tx) = &self.tx else { return };

@@ -426,7 +426,7 @@ impl Enforcer {
             (_, Some(rs)) => self.asked_key(ex, Some(rs)),
             (Some(task), None) => Some(super::state::AskedKey::Task {
                 route: ex.route,
-                principal: ex.principal.clone(),
+                principal: ex.principal().clone(),
                 task_id: task.clone(),
             }),
             (None, None) => self.asked_key(ex, None),
@@ -533,7 +533,7 @@ fn answer_server(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, bo
         ServerChannel::Http(upstream) => (**upstream).clone(),
     };
     let uri = ex.upstream_uri.clone();
-    let headers: HeaderMap = ex.answer_headers.clone();
+    let headers: HeaderMap = ex.answer_headers.to_map();
     let recorder = enforcer.recorder.clone();
     let route = ex.route_name.clone();
     tokio::spawn(async move {

@@ -49,8 +49,8 @@ pub struct Exchange {
     pub upstream_label: Arc<str>,
     pub era: Era,
     pub session: Option<Arc<str>>,
-    /// Keyed identity of the caller (Authorization, else client address).
-    pub principal: Scope,
+    /// Identity of the caller (Authorization, else client address), derived on first use.
+    principal: Principal,
     pub request_id: Option<Box<RawValue>>,
     pub method: Option<&'static str>,
     pub kind: Kind,
@@ -66,14 +66,87 @@ pub struct Exchange {
     pub task_id: Option<String>,
     /// Where and with which headers the gateway itself answers the server.
     pub upstream_uri: String,
-    pub answer_headers: HeaderMap,
+    pub answer_headers: AnswerHeaders,
+}
+
+/// The request headers the gateway repeats when it answers the server on the client's behalf
+/// (session, protocol version, credentials). Kept without a map allocation: they are needed
+/// only on the rare path where the gateway answers.
+#[derive(Clone, Default)]
+pub struct AnswerHeaders([Option<HeaderValue>; ANSWER_HEADERS.len()]);
+
+impl AnswerHeaders {
+    fn capture(headers: &HeaderMap) -> Self {
+        Self(std::array::from_fn(|i| {
+            headers.get(ANSWER_HEADERS[i]).cloned()
+        }))
+    }
+
+    /// The headers of an answer POST.
+    pub fn to_map(&self) -> HeaderMap {
+        let mut map = HeaderMap::with_capacity(ANSWER_HEADERS.len() + 2);
+        for (name, value) in ANSWER_HEADERS.iter().zip(&self.0) {
+            if let Some(v) = value {
+                map.insert(*name, v.clone());
+            }
+        }
+        map.insert("content-type", HeaderValue::from_static("application/json"));
+        map.insert(
+            "accept",
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        map
+    }
+}
+
+/// Who is calling, computed only when an elicitation path needs it.
+struct Principal {
+    authorization: Option<HeaderValue>,
+    peer: Option<IpAddr>,
+    cell: std::sync::OnceLock<Scope>,
+}
+
+impl Principal {
+    fn fixed(scope: &str) -> Self {
+        let cell = std::sync::OnceLock::new();
+        let _ = cell.set(Arc::from(scope));
+        Self {
+            authorization: None,
+            peer: None,
+            cell,
+        }
+    }
+
+    /// A digest of the credentials, else the client address.
+    fn get(&self) -> &Scope {
+        self.cell
+            .get_or_init(|| match (&self.authorization, self.peer) {
+                (Some(auth), _) => {
+                    let digest = Sha256::digest(auth.as_bytes());
+                    let mut hex = String::with_capacity(2 + 32);
+                    hex.push_str("a:");
+                    for b in &digest[..16] {
+                        use std::fmt::Write;
+                        let _ = write!(hex, "{b:02x}");
+                    }
+                    Arc::from(hex)
+                }
+                (None, Some(peer)) => Arc::from(format!("ip:{peer}")),
+                (None, None) => Arc::from("unknown"),
+            })
+    }
 }
 
 impl Exchange {
+    /// Keyed identity of the caller.
+    pub fn principal(&self) -> &Scope {
+        self.principal.get()
+    }
+
     /// The scope rate limits, repeat detection and completions are counted in.
     pub fn scope(&self) -> Scope {
         match (&self.era, &self.session) {
-            (Era::Stateless2026, _) | (_, None) => self.principal.clone(),
+            (Era::Stateless2026, _) | (_, None) => self.principal().clone(),
             (_, Some(s)) => Arc::from(format!("s:{s}")),
         }
     }
@@ -190,18 +263,12 @@ impl Enforcer {
             Some("2025-06-18") | Some("2025-03-26") | Some("2024-11-05") => Era::Legacy2025_06,
             _ => Era::Legacy2025_11,
         };
-        let principal = principal(header("authorization"), peer);
-        let mut answer_headers = HeaderMap::new();
-        for name in ANSWER_HEADERS {
-            if let Some(v) = headers.get(*name) {
-                answer_headers.insert(*name, v.clone());
-            }
-        }
-        answer_headers.insert("content-type", HeaderValue::from_static("application/json"));
-        answer_headers.insert(
-            "accept",
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
+        let principal = Principal {
+            authorization: headers.get("authorization").cloned(),
+            peer: Some(peer),
+            cell: std::sync::OnceLock::new(),
+        };
+        let answer_headers = AnswerHeaders::capture(headers);
         Exchange {
             route,
             route_name,
@@ -226,15 +293,13 @@ impl Enforcer {
 
     /// Starts an exchange for one message from a stdio client (one client, one session).
     pub fn begin_stdio(&self, route_name: Arc<str>, envelope: &Envelope) -> Exchange {
-        let mut answer_headers = HeaderMap::new();
-        answer_headers.insert("content-type", HeaderValue::from_static("application/json"));
         Exchange {
             route: 0,
             route_name,
             upstream_label: Arc::from("stdio"),
             era: Era::Legacy2025_11,
             session: Some(Arc::from(STDIO_SESSION)),
-            principal: Arc::from("stdio"),
+            principal: Principal::fixed("stdio"),
             request_id: envelope.id.clone(),
             method: envelope.method,
             kind: envelope.kind,
@@ -244,7 +309,7 @@ impl Enforcer {
             call_name: None,
             task_id: None,
             upstream_uri: String::new(),
-            answer_headers,
+            answer_headers: AnswerHeaders::default(),
         }
     }
 
@@ -266,7 +331,6 @@ impl Enforcer {
         {
             return ClientVerdict::Forward(body);
         }
-        let policy = self.policy(&ex.route_name);
         let is_initialize = ex.method == Some("initialize");
         let is_response = ex.kind == Kind::Response;
         // Requests always need their params for 2026 capabilities; otherwise only messages
@@ -282,6 +346,7 @@ impl Enforcer {
         let Ok(mut message) = serde_json::from_slice::<Value>(&body) else {
             return ClientVerdict::Forward(body);
         };
+        let policy = self.policy(&ex.route_name);
         if let Some(version) = message
             .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
             .and_then(Value::as_str)
@@ -554,28 +619,16 @@ impl Enforcer {
         if let Some(task) = &ex.task_id {
             return Some(AskedKey::Task {
                 route: ex.route,
-                principal: ex.principal.clone(),
+                principal: ex.principal().clone(),
                 task_id: task.clone(),
             });
         }
         Some(AskedKey::Call {
             route: ex.route,
-            principal: ex.principal.clone(),
+            principal: ex.principal().clone(),
             method: ex.method?,
             name: ex.call_name.clone().unwrap_or_default(),
         })
-    }
-}
-
-/// The keyed identity of a caller: a digest of its credentials, else its address.
-fn principal(authorization: Option<&str>, peer: IpAddr) -> Scope {
-    match authorization {
-        Some(auth) => {
-            let digest = Sha256::digest(auth.as_bytes());
-            let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-            Arc::from(format!("a:{hex}"))
-        }
-        None => Arc::from(format!("ip:{peer}")),
     }
 }
 

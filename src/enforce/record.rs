@@ -43,7 +43,7 @@ impl Recorder {
                 .session
                 .as_deref()
                 .map(|s| self.auditor.hash("session", s)),
-            principal: Some(self.auditor.hash("principal", &ex.principal)),
+            principal: Some(self.auditor.hash("principal", ex.principal())),
             ..AuditEvent::default()
         }
     }
@@ -108,6 +108,9 @@ impl Recorder {
         if repeated {
             m.repeated_prompts.with_label_values(&[route]).inc();
         }
+        if !self.auditor.enabled() {
+            return;
+        }
         let mut event = self.base(ex, kind);
         event.carrier = Some(view.carrier.as_str());
         event.method = Some("elicitation/create");
@@ -142,6 +145,9 @@ impl Recorder {
             .time_to_answer
             .with_label_values(&[route, mode.as_str()])
             .observe(waited.as_secs_f64());
+        if !self.auditor.enabled() {
+            return;
+        }
         let mut event = self.base(ex, EventKind::Answered);
         event.mode = Some(mode.as_str());
         event.action = Some(action);
@@ -178,6 +184,9 @@ impl Recorder {
                 .with_label_values(&[route, rule.as_str(), label])
                 .inc();
         }
+        if !self.auditor.enabled() {
+            return;
+        }
         let mut event = self.base(ex, kind);
         event.mode = mode.map(Mode::as_str);
         event.verdict = Some(label);
@@ -192,6 +201,9 @@ impl Recorder {
             .completions
             .with_label_values(&[&ex.route_name, result])
             .inc();
+        if !self.auditor.enabled() {
+            return;
+        }
         let kind = if known {
             EventKind::Completed
         } else {

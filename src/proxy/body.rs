@@ -31,7 +31,8 @@ pub enum RelayError {
     Upstream(#[from] hyper::Error),
 }
 
-/// Counters a relay updates; labelled for its route by the caller.
+/// Counters a relay updates; labelled for its route once, when the route is built.
+#[derive(Clone)]
 pub struct RelayMetrics {
     pub idle_timeouts: IntCounter,
     pub body_errors: IntCounter,
@@ -62,6 +63,9 @@ pub struct Relay {
     inner: Incoming,
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
+    /// When the upstream last sent something; the idle timer is re-armed from it only when it
+    /// fires, not on every frame.
+    last_activity: Instant,
     sse: Option<SseDecoder>,
     /// Judges each SSE event (enforcement); `None` relays events unchanged.
     judge: Option<StreamJudge>,
@@ -91,6 +95,7 @@ impl Relay {
             inner,
             idle: Box::pin(tokio::time::sleep(idle_timeout)),
             idle_timeout,
+            last_activity: Instant::now(),
             sse,
             judge,
             upstream_done: false,
@@ -137,8 +142,7 @@ impl Relay {
             }
             match Pin::new(&mut self.inner).poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
-                    let deadline = Instant::now() + self.idle_timeout;
-                    self.idle.as_mut().reset(deadline);
+                    self.last_activity = Instant::now();
                     match (&mut self.sse, frame.into_data()) {
                         (Some(decoder), Ok(data)) => decoder.push_bytes(data),
                         (None, Ok(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
@@ -147,10 +151,14 @@ impl Relay {
                 }
                 Poll::Ready(Some(Err(e))) => return self.fail(e.into()),
                 Poll::Ready(None) => self.upstream_done = true,
-                Poll::Pending => {
+                Poll::Pending => loop {
                     ready!(self.idle.as_mut().poll(cx));
-                    return self.fail(RelayError::Idle(self.idle_timeout));
-                }
+                    let deadline = self.last_activity + self.idle_timeout;
+                    if Instant::now() >= deadline {
+                        return self.fail(RelayError::Idle(self.idle_timeout));
+                    }
+                    self.idle.as_mut().reset(deadline);
+                },
             }
         }
     }

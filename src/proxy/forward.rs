@@ -14,7 +14,7 @@
 //! Errors from any step go through [`GatewayError::into_response`], the one place that shapes
 //! them.
 
-use super::body::{Relay, RelayMetrics, ResponseBody};
+use super::body::{Relay, ResponseBody};
 use super::headers;
 use super::{Gateway, Route};
 use crate::enforce::judge::{ServerChannel, StreamJudge};
@@ -202,15 +202,7 @@ async fn relay_response(
         return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
     }
 
-    let m = &gateway.metrics;
-    let metrics = RelayMetrics {
-        idle_timeouts: m
-            .upstream_errors
-            .with_label_values(&[&route.name, "stream_idle_timeout"]),
-        body_errors: m.upstream_errors.with_label_values(&[&route.name, "body"]),
-        sse_events: m.sse_events.with_label_values(&[&route.name]),
-        sse_open: m.sse_streams_open.with_label_values(&[&route.name]),
-    };
+    let metrics = route.relay_metrics.clone();
     // A body the upstream declared empty needs no relay (and no idle timer).
     let body = if parts
         .headers

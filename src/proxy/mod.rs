@@ -11,6 +11,7 @@ pub mod upstream;
 use crate::enforce::Enforcer;
 use crate::metrics::Metrics;
 use crate::settings::{RouteSettings, Settings};
+use body::RelayMetrics;
 use std::sync::Arc;
 use upstream::Upstream;
 
@@ -30,10 +31,26 @@ pub struct Route {
     /// The same without a trailing `/`, joined with a non-empty rest.
     upstream_path_trimmed: String,
     pub upstream: Upstream,
+    /// This route's relay counters, resolved once.
+    pub relay_metrics: RelayMetrics,
 }
 
 impl Route {
-    fn new(index: usize, settings: &RouteSettings, config: &Settings) -> anyhow::Result<Self> {
+    fn new(
+        index: usize,
+        settings: &RouteSettings,
+        config: &Settings,
+        metrics: &Metrics,
+    ) -> anyhow::Result<Self> {
+        let name = settings.name.as_str();
+        let relay_metrics = RelayMetrics {
+            idle_timeouts: metrics
+                .upstream_errors
+                .with_label_values(&[name, "stream_idle_timeout"]),
+            body_errors: metrics.upstream_errors.with_label_values(&[name, "body"]),
+            sse_events: metrics.sse_events.with_label_values(&[name]),
+            sse_open: metrics.sse_streams_open.with_label_values(&[name]),
+        };
         let url = url::Url::parse(&settings.upstream)?;
         let origin = url.origin().ascii_serialization();
         let label = format!(
@@ -54,6 +71,7 @@ impl Route {
                 config.timeouts.upstream_connect,
                 config.timeouts.upstream_first_byte,
             )?,
+            relay_metrics,
         })
     }
 
@@ -149,7 +167,7 @@ impl Gateway {
             .routes
             .iter()
             .enumerate()
-            .map(|(i, r)| Route::new(i, r, &settings))
+            .map(|(i, r)| Route::new(i, r, &settings, &metrics))
             .collect::<anyhow::Result<Vec<_>>>()?;
         routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
         Ok(Arc::new(Self {

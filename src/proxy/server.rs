@@ -34,6 +34,10 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(timeouts.client_header);
     builder.http2().timer(TokioTimer::new());
+    // Plain-text clients speak HTTP/1.1 (MCP clients do not use h2c): serving them without
+    // sniffing for an HTTP/2 preface saves a read per connection. Over TLS, ALPN decides.
+    let http1 = builder.clone().http1_only();
+    let http2 = builder.clone().http2_only();
     let graceful = GracefulShutdown::new();
     // Bounding connections by permits makes excess clients wait in the kernel's accept queue
     // instead of costing memory here.
@@ -62,7 +66,7 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let watcher = graceful.watcher();
-        let builder = builder.clone();
+        let (http1, http2) = (http1.clone(), http2.clone());
         let gateway = gateway.clone();
         let tls = tls.clone();
         let conn = ClientConn { peer, scheme };
@@ -70,10 +74,12 @@ pub async fn serve(
         tokio::spawn(async move {
             let _permit = permit;
             match tls {
-                None => serve_connection(stream, builder, gateway, conn, watcher).await,
+                None => serve_connection(stream, http1, gateway, conn, watcher).await,
                 Some(acceptor) => {
                     match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                         Ok(Ok(stream)) => {
+                            let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                            let builder = if h2 { http2 } else { http1 };
                             serve_connection(stream, builder, gateway, conn, watcher).await
                         }
                         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed."),
@@ -114,10 +120,19 @@ async fn serve_connection<I>(
     }
 }
 
-/// Binds a listener, naming the address on failure.
+/// Binds a listener with a deep accept queue (bursts of new connections wait in the kernel,
+/// not refused), naming the address on failure.
 pub async fn bind(addr: SocketAddr) -> anyhow::Result<TcpListener> {
     use anyhow::Context;
-    TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))
+    let bind = || -> std::io::Result<TcpListener> {
+        let socket = if addr.is_ipv4() {
+            tokio::net::TcpSocket::new_v4()?
+        } else {
+            tokio::net::TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        socket.bind(addr)?;
+        socket.listen(4096)
+    };
+    bind().with_context(|| format!("binding {addr}"))
 }
