@@ -71,11 +71,6 @@ enum Command {
     },
 }
 
-/// mimalloc: a proxy allocates and frees many small buffers per request; glibc's allocator
-/// was a measurable share of CPU per request and kept freed memory (BENCHMARKS.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn init_tracing(settings: &Settings) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.log.level));
