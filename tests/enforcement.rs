@@ -546,3 +546,38 @@ async fn the_gateway_never_fetches_a_url_mode_link() {
     assert_eq!(allowed[0]["url"]["query"], "flow=[redacted]");
     gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_batch_carrying_elicitation_answers_is_refused() {
+    let upstream = legacy_server(|_| {
+        sse(&[form(
+            "f-1",
+            "Pick a region",
+            json!({"region":{"type":"string"}}),
+        )])
+    })
+    .await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    initialize(&gw, BOTH).await;
+    assert!(call_tool(&gw).await.contains("f-1"));
+    let batch =
+        r#"[{"jsonrpc":"2.0","id":"f-1","result":{"action":"accept","content":{"region":"eu"}}}]"#;
+    let (status, _, body) = send(in_session(rpc_post(&gw.url(), batch))).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        json(&body)["error"]["data"]["rules"],
+        json!(["response.unknown"])
+    );
+    assert!(
+        upstream
+            .requests()
+            .iter()
+            .all(|s| !s.body.starts_with(b"[")),
+        "the batch never reached the server"
+    );
+    // A batch without elicitation content is not the gateway's business.
+    let plain = r#"[{"jsonrpc":"2.0","method":"notifications/initialized"}]"#;
+    let (status, _, _) = send(in_session(rpc_post(&gw.url(), plain))).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    gw.shutdown().await;
+}

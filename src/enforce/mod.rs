@@ -326,6 +326,16 @@ impl Enforcer {
             }
             return ClientVerdict::Forward(body);
         }
+        if *method == Method::POST && ex.kind == Kind::Batch && batch_carries_answers(&body) {
+            // Batches ended with 2025-03-26, before elicitation existed: a batch that carries
+            // elicitation answers cannot be legitimate, and would slip past the answer checks.
+            let policy = self.policy(&ex.route_name);
+            let verdict = inspect::unknown_response(UnknownAnswer::UnknownId, &policy);
+            self.recorder.answer_rejected(ex, None, &verdict);
+            if verdict.is_deny() {
+                return ClientVerdict::Reject(answer_rejection(None, &verdict));
+            }
+        }
         if *method != Method::POST
             || !matches!(ex.kind, Kind::Request | Kind::Response | Kind::Notification)
         {
@@ -629,6 +639,19 @@ impl Enforcer {
             method: ex.method?,
             name: ex.call_name.clone().unwrap_or_default(),
         })
+    }
+}
+
+/// True when a JSON-RPC batch holds an elicitation answer (an `ElicitResult`-shaped result or
+/// `inputResponses`) or anything the pre-scan flags. Batches are rare; they are parsed whole.
+fn batch_carries_answers(body: &[u8]) -> bool {
+    if prescan::may_carry_elicitation(body) {
+        return true;
+    }
+    match serde_json::from_slice::<Vec<Value>>(body) {
+        Ok(items) => items.iter().any(|m| m.pointer("/result/action").is_some()),
+        // Not a batch a client could mean: left to the server to refuse.
+        Err(_) => false,
     }
 }
 
