@@ -27,7 +27,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive
     apt-get update -qq
+    # Keep packaged services (prometheus, nginx) from starting during install: tests and the
+    # benchmark start their own on loopback ports.
+    rcd=/usr/sbin/policy-rc.d
+    own_rcd=0
+    if [ ! -e "$rcd" ]; then printf '#!/bin/sh\nexit 101\n' > "$rcd"; chmod +x "$rcd"; own_rcd=1; fi
     apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    if [ "$own_rcd" = 1 ]; then rm -f "$rcd"; fi
     # The package's own service is not wanted: the harness starts its own nginx on loopback.
     if [[ " ${need_apt[*]} " == *" nginx "* ]]; then
       (service nginx stop || systemctl stop nginx || true) >/dev/null 2>&1
