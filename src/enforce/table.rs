@@ -69,7 +69,7 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
             key,
             Entry {
                 value,
-                expires: now + ttl,
+                expires: later(now, ttl),
                 generation,
             },
         );
@@ -100,7 +100,7 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
     /// Pushes `key`'s expiry to `ttl` after `now` (sliding expiry for sessions).
     pub fn touch(&mut self, key: &K, now: Instant, ttl: Duration) {
         if let Some(e) = self.map.get_mut(key).filter(|e| e.expires > now) {
-            e.expires = now + ttl;
+            e.expires = later(now, ttl);
         }
     }
 
@@ -148,6 +148,12 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
     pub fn retain_keys(&mut self, mut keep: impl FnMut(&K) -> bool) {
         self.map.retain(|k, _| keep(k));
     }
+}
+
+/// `now + ttl`, saturating: an absurdly long configured duration means "never", not a panic.
+fn later(now: Instant, ttl: Duration) -> Instant {
+    now.checked_add(ttl)
+        .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 24 * 3600))
 }
 
 #[cfg(test)]
@@ -203,6 +209,15 @@ mod tests {
         assert_eq!(t.get(&1, t0 + S), Some(&"x"));
         assert_eq!(t.remove(&1, t0 + S), Some("x"));
         assert_eq!(t.remove(&1, t0 + S), None);
+    }
+
+    #[test]
+    fn absurd_ttls_do_not_overflow() {
+        let t0 = Instant::now();
+        let mut t = TtlTable::new(4);
+        t.insert(1, (), t0, Duration::MAX);
+        t.touch(&1, t0, Duration::MAX);
+        assert!(t.get(&1, t0).is_some());
     }
 
     #[test]

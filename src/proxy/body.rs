@@ -153,7 +153,10 @@ impl Relay {
                 Poll::Ready(None) => self.upstream_done = true,
                 Poll::Pending => loop {
                     ready!(self.idle.as_mut().poll(cx));
-                    let deadline = self.last_activity + self.idle_timeout;
+                    let Some(deadline) = self.last_activity.checked_add(self.idle_timeout) else {
+                        // An idle timeout too long to represent: never cut the stream.
+                        return Poll::Pending;
+                    };
                     if Instant::now() >= deadline {
                         return self.fail(RelayError::Idle(self.idle_timeout));
                     }
