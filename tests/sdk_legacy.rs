@@ -38,6 +38,33 @@ async fn call(
 }
 
 const IGNORE_CAPS: &[&str] = &["--ignore-caps"];
+
+/// Sends `params` verbatim as a legacy elicitation from a TypeScript server (which bypasses its
+/// own SDK checks) to a TypeScript client declaring both modes, through the gateway.
+async fn elicit_raw(params: Value) -> (Value, TestGateway) {
+    let raw = json!({ "params": params }).to_string();
+    let srv = server(Sdk::Node, IGNORE_CAPS).await;
+    let gw = gateway(&config_for(&srv.url(), "")).await;
+    let url = gw.url();
+    let args = [
+        "--url",
+        &url,
+        "--tool",
+        "elicit_raw",
+        "--args",
+        &raw,
+        "--era",
+        "legacy",
+        "--caps",
+        "both",
+        "--answer",
+        "accept",
+    ];
+    // The server process must outlive the call; it ends with the test.
+    let out = client(Sdk::Node, &args).await;
+    drop(srv);
+    (out, gw)
+}
 const PAIRS: [(Sdk, Sdk); 4] = [
     (Sdk::Python, Sdk::Python),
     (Sdk::Node, Sdk::Node),
@@ -190,28 +217,7 @@ async fn secret_forms_are_blocked_whatever_the_field_is_called() {
     // A payment field with a neutral name but a revealing title and message.
     let params = json!({"message": "Complete your purchase", "requestedSchema": {"type": "object",
         "properties": {"field_7": {"type": "string", "title": "Card number"}, "cvc": {"type": "string"}}}});
-    let raw = json!({"params": params}).to_string();
-    let srv = server(Sdk::Node, IGNORE_CAPS).await;
-    let gw = gateway(&config_for(&srv.url(), "")).await;
-    let url = gw.url();
-    let out = client(
-        Sdk::Node,
-        &[
-            "--url",
-            &url,
-            "--tool",
-            "elicit_raw",
-            "--args",
-            &raw,
-            "--era",
-            "legacy",
-            "--caps",
-            "both",
-            "--answer",
-            "accept",
-        ],
-    )
-    .await;
+    let (out, gw) = elicit_raw(params).await;
     assert_blocked(&out, "form.secret");
     gw.shutdown().await;
 }
@@ -264,28 +270,7 @@ async fn url_mode_links_to_http_or_with_pii_are_blocked() {
 async fn punycode_host_substitution_is_blocked() {
     let params = json!({"mode": "url", "message": "Connect your account", "elicitationId": "e-1",
         "url": "https://xn--pypal-4ve.com/connect"});
-    let raw = json!({"params": params}).to_string();
-    let srv = server(Sdk::Node, IGNORE_CAPS).await;
-    let gw = gateway(&config_for(&srv.url(), "")).await;
-    let url = gw.url();
-    let out = client(
-        Sdk::Node,
-        &[
-            "--url",
-            &url,
-            "--tool",
-            "elicit_raw",
-            "--args",
-            &raw,
-            "--era",
-            "legacy",
-            "--caps",
-            "both",
-            "--answer",
-            "accept",
-        ],
-    )
-    .await;
+    let (out, gw) = elicit_raw(params).await;
     assert_blocked(&out, "url.host");
     gw.shutdown().await;
 }
@@ -294,28 +279,7 @@ async fn punycode_host_substitution_is_blocked() {
 async fn schema_outside_the_restricted_subset_is_rejected() {
     let params = json!({"message": "Describe the deployment", "requestedSchema": {"type": "object",
         "properties": {"target": {"type": "object", "properties": {"region": {"type": "string"}}}}}});
-    let raw = json!({"params": params}).to_string();
-    let srv = server(Sdk::Node, IGNORE_CAPS).await;
-    let gw = gateway(&config_for(&srv.url(), "")).await;
-    let url = gw.url();
-    let out = client(
-        Sdk::Node,
-        &[
-            "--url",
-            &url,
-            "--tool",
-            "elicit_raw",
-            "--args",
-            &raw,
-            "--era",
-            "legacy",
-            "--caps",
-            "both",
-            "--answer",
-            "accept",
-        ],
-    )
-    .await;
+    let (out, gw) = elicit_raw(params).await;
     assert_blocked(&out, "form.schema");
     gw.shutdown().await;
 }
