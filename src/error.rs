@@ -32,13 +32,13 @@ pub enum GatewayError {
     ClientBody(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The upstream refused or could not be reached.
     #[error("upstream unavailable")]
-    UpstreamConnect(#[source] hyper_util::client::legacy::Error),
+    UpstreamConnect(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The upstream did not connect or answer within the configured timeout.
     #[error("upstream timed out ({stage})")]
     UpstreamTimeout { stage: &'static str },
     /// The upstream connection failed after it was established.
     #[error("upstream request failed")]
-    Upstream(#[source] hyper_util::client::legacy::Error),
+    Upstream(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// A JSON response too large to read whole for inspection (fail closed).
     #[error("upstream response exceeds {limit} bytes")]
     ResponseTooLarge { limit: u64 },

@@ -194,11 +194,10 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
         None => audit_sink_for(&settings, &metrics)?,
     };
     let enforcer = enforcer_for(&settings, &metrics, sink)?;
-    let listener = proxy::server::bind(settings.listen).await?;
+    let listeners = proxy::server::bind_workers(settings.listen, settings.workers)?;
     let admin_listener = proxy::server::bind(settings.admin_listen).await?;
-    let addr = listener.local_addr()?;
+    let addr = listeners[0].local_addr()?;
     let admin_addr = admin_listener.local_addr()?;
-    let gateway = proxy::Gateway::new(settings, metrics.clone(), enforcer.clone())?;
 
     let (stop, stopping) = watch::channel(false);
     let loaded_at = std::time::SystemTime::now()
@@ -211,18 +210,23 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
     if let Some(path) = options.config_path {
         spawn_reloader(path, enforcer.clone(), Shutdown(stopping.clone()))?;
     }
-    tokio::spawn(sweep_state(enforcer, Shutdown(stopping.clone())));
+    tokio::spawn(sweep_state(enforcer.clone(), Shutdown(stopping.clone())));
 
     let admin = Arc::new(admin::AdminState {
-        metrics,
+        metrics: metrics.clone(),
         ready: false.into(),
     });
-    let server = tokio::spawn(proxy::server::serve(
-        listener,
-        tls,
-        gateway,
-        Shutdown(stopping.clone()),
-    ));
+    let gateway_for = {
+        let (metrics, enforcer) = (metrics.clone(), enforcer.clone());
+        move || proxy::Gateway::new(settings.clone(), metrics.clone(), enforcer.clone())
+    };
+    let workers =
+        proxy::server::spawn_workers(listeners, tls, gateway_for, &Shutdown(stopping.clone()))?;
+    let server = tokio::spawn(async move {
+        for worker in workers {
+            let _ = worker.await;
+        }
+    });
     let admin_task = tokio::spawn(admin::serve(
         admin_listener,
         admin.clone(),

@@ -228,6 +228,9 @@ impl Default for LogSettings {
 pub struct Settings {
     pub listen: SocketAddr,
     pub admin_listen: SocketAddr,
+    /// Threads serving `listen`, each with its own event loop, listener socket and upstream
+    /// connections (0 in the file: one per CPU).
+    pub workers: usize,
     pub tls: Option<TlsSettings>,
     pub limits: Limits,
     pub timeouts: Timeouts,
@@ -240,9 +243,13 @@ pub struct Settings {
     pub warnings: Vec<String>,
 }
 
+/// More worker threads than this is a configuration mistake, not a machine.
+const MAX_WORKERS: usize = 1024;
+
 const TOP_LEVEL_KEYS: &[&str] = &[
     "listen",
     "admin_listen",
+    "workers",
     "tls",
     "limits",
     "timeouts",
@@ -297,6 +304,7 @@ impl Settings {
         }
         let listen = optional::<SocketAddr>(&top, "listen", &mut errors);
         let admin_listen = optional::<SocketAddr>(&top, "admin_listen", &mut errors);
+        let workers = optional::<usize>(&top, "workers", &mut errors).unwrap_or(0);
         let tls = optional::<TlsSettings>(&top, "tls", &mut errors);
         let limits = optional::<Limits>(&top, "limits", &mut errors).unwrap_or_default();
         let timeouts = optional::<Timeouts>(&top, "timeouts", &mut errors).unwrap_or_default();
@@ -329,6 +337,10 @@ impl Settings {
         let mut settings = Settings {
             listen: listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
             admin_listen: admin_listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 9090))),
+            workers: match workers {
+                0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+                n => n,
+            },
             tls,
             limits,
             timeouts,
@@ -381,6 +393,9 @@ impl Settings {
                     errors.push(format!("tls: file `{}` does not exist", file.display()));
                 }
             }
+        }
+        if self.workers > MAX_WORKERS {
+            errors.push(format!("workers: at most {MAX_WORKERS}"));
         }
         if self.limits.max_connections == 0 {
             errors.push("limits.max_connections: must be at least 1".into());

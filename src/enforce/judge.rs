@@ -37,7 +37,7 @@ pub enum ServerVerdict {
 #[derive(Clone)]
 pub enum ServerChannel {
     /// POST to the upstream, in the client's session.
-    Http(Box<Upstream>),
+    Http(Upstream),
     /// Write a line to the server process's stdin. Weak, so that the client side alone keeps
     /// the child's stdin open (client EOF must reach the child).
     Stdio(tokio::sync::mpsc::WeakUnboundedSender<Bytes>),
@@ -163,7 +163,13 @@ impl StreamJudge {
                 .map(|(_, v)| Arc::<str>::from(v.as_ref()))
         });
         self.exchange.session = session;
-        self.exchange.upstream_uri = upstream_uri;
+        match upstream_uri.parse() {
+            Ok(uri) => self.exchange.upstream_uri = uri,
+            Err(_) => {
+                tracing::error!(route = %self.exchange.route_name, "Dropped an HTTP+SSE endpoint that is not a valid URI.");
+                return None;
+            }
+        }
         self.exchange.associated = true;
         let id = fields.id.and_then(|i| std::str::from_utf8(i).ok());
         Some(encode_event(Some("endpoint"), id, &gateway_uri))
@@ -530,7 +536,7 @@ fn answer_server(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, bo
             enforcer.recorder.gateway_answer(&ex.route_name, ok);
             return;
         }
-        ServerChannel::Http(upstream) => (**upstream).clone(),
+        ServerChannel::Http(upstream) => upstream.clone(),
     };
     let uri = ex.upstream_uri.clone();
     let headers: HeaderMap = ex.answer_headers.to_map();
@@ -546,9 +552,11 @@ fn answer_server(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, bo
         };
         *request.headers_mut() = headers;
         let ok = match upstream.send(request).await {
-            Ok(response) => {
+            Ok((response, lease)) => {
                 let status = response.status();
-                let _ = response.into_body().collect().await;
+                if response.into_body().collect().await.is_ok() {
+                    lease.map(crate::proxy::upstream::Lease::release);
+                }
                 status.is_success()
             }
             Err(e) => {

@@ -25,7 +25,7 @@ use crate::policy::{Policy, PolicySet};
 use crate::proxy::body::ResponseBody;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderValue, Method, Response, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
 use record::Recorder;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -65,7 +65,7 @@ pub struct Exchange {
     /// `params.taskId` of a tasks request.
     pub task_id: Option<String>,
     /// Where and with which headers the gateway itself answers the server.
-    pub upstream_uri: String,
+    pub upstream_uri: http::Uri,
     pub answer_headers: AnswerHeaders,
 }
 
@@ -73,13 +73,18 @@ pub struct Exchange {
 /// (session, protocol version, credentials). Kept without a map allocation: they are needed
 /// only on the rare path where the gateway answers.
 #[derive(Clone, Default)]
-pub struct AnswerHeaders([Option<HeaderValue>; ANSWER_HEADERS.len()]);
+pub struct AnswerHeaders([Option<HeaderValue>; 4]);
 
 impl AnswerHeaders {
     fn capture(headers: &HeaderMap) -> Self {
         Self(std::array::from_fn(|i| {
-            headers.get(ANSWER_HEADERS[i]).cloned()
+            headers.get(&ANSWER_HEADERS[i]).cloned()
         }))
+    }
+
+    /// A captured value, as text.
+    fn text(&self, which: usize) -> Option<&str> {
+        self.0[which].as_ref().and_then(|v| v.to_str().ok())
     }
 
     /// The headers of an answer POST.
@@ -87,7 +92,7 @@ impl AnswerHeaders {
         let mut map = HeaderMap::with_capacity(ANSWER_HEADERS.len() + 2);
         for (name, value) in ANSWER_HEADERS.iter().zip(&self.0) {
             if let Some(v) = value {
-                map.insert(*name, v.clone());
+                map.insert(name.clone(), v.clone());
             }
         }
         map.insert("content-type", HeaderValue::from_static("application/json"));
@@ -195,12 +200,16 @@ pub struct Enforcer {
 }
 
 /// Request headers the gateway repeats when it answers the server on the client's behalf.
-const ANSWER_HEADERS: &[&str] = &[
-    "mcp-session-id",
-    "mcp-protocol-version",
-    "authorization",
-    "cookie",
+const ANSWER_HEADERS: [HeaderName; 4] = [
+    HeaderName::from_static("mcp-session-id"),
+    HeaderName::from_static("mcp-protocol-version"),
+    http::header::AUTHORIZATION,
+    http::header::COOKIE,
 ];
+/// Positions in [`ANSWER_HEADERS`].
+const SESSION_HEADER: usize = 0;
+const VERSION_HEADER: usize = 1;
+const AUTHORIZATION_HEADER: usize = 2;
 
 impl Enforcer {
     pub fn new(policies: Arc<ArcSwap<PolicySet>>, limits: StateLimits, recorder: Recorder) -> Self {
@@ -248,27 +257,26 @@ impl Enforcer {
         envelope: &Envelope,
         peer: IpAddr,
         query: Option<&str>,
-        upstream_uri: String,
+        upstream_uri: http::Uri,
     ) -> Exchange {
-        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        let answer_headers = AnswerHeaders::capture(headers);
         // Streamable HTTP names the session in a header; the 2024-11-05 HTTP+SSE transport in
         // the POST URI's query (`sessionId` in the TypeScript SDK, `session_id` in Python's).
-        let session = header("mcp-session-id").map(Arc::from).or_else(|| {
+        let session = answer_headers.text(SESSION_HEADER).map(Arc::from).or_else(|| {
             url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
                 .find(|(k, _)| k == "sessionId" || k == "session_id")
                 .map(|(_, v)| Arc::from(v.as_ref()))
         });
-        let era = match header("mcp-protocol-version") {
+        let era = match answer_headers.text(VERSION_HEADER) {
             Some("2026-07-28") => Era::Stateless2026,
             Some("2025-06-18") | Some("2025-03-26") | Some("2024-11-05") => Era::Legacy2025_06,
             _ => Era::Legacy2025_11,
         };
         let principal = Principal {
-            authorization: headers.get("authorization").cloned(),
+            authorization: answer_headers.0[AUTHORIZATION_HEADER].clone(),
             peer: Some(peer),
             cell: std::sync::OnceLock::new(),
         };
-        let answer_headers = AnswerHeaders::capture(headers);
         Exchange {
             route,
             route_name,
@@ -281,7 +289,8 @@ impl Enforcer {
             kind: envelope.kind,
             // A standalone GET stream carries unsolicited messages; a GET that resumes a
             // stream (Last-Event-ID) replays messages of the request that opened it.
-            associated: !(method == Method::GET && header("last-event-id").is_none()),
+            associated: !(method == Method::GET
+                && !headers.contains_key(HeaderName::from_static("last-event-id"))),
             init_caps: None,
             request_caps: None,
             call_name: None,
@@ -308,7 +317,7 @@ impl Enforcer {
             request_caps: None,
             call_name: None,
             task_id: None,
-            upstream_uri: String::new(),
+            upstream_uri: http::Uri::default(),
             answer_headers: AnswerHeaders::default(),
         }
     }
@@ -348,8 +357,7 @@ impl Enforcer {
         if !is_initialize
             && !is_response
             && ex.era != Era::Stateless2026
-            && !prescan::may_carry_elicitation(&body)
-            && !prescan::declares_2026_meta(&body)
+            && !prescan::may_carry_elicitation_or_2026_meta(&body)
         {
             return ClientVerdict::Forward(body);
         }

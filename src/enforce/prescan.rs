@@ -9,41 +9,42 @@
 use memchr::memmem::Finder;
 use std::sync::LazyLock;
 
-/// Needles: one of these appears literally in every elicitation carrier.
-/// - `elicitation/create`: legacy requests and `inputRequests` entries;
+/// Needles; one of them appears literally in every elicitation carrier:
+/// - `elicitation`: `elicitation/create` (legacy requests, `inputRequests` entries),
+///   `elicitations` (the `-32042` error's `data.elicitations`) and `elicitation/complete`
+///   (completion notifications);
 /// - `input_required`: 2026-07-28 results and tasks (the `resultType` / `status` value);
-/// - `inputResponses`: client retries and `tasks/update`;
-/// - `elicitations`: the `-32042` error's `data.elicitations`;
-/// - `elicitation/complete`: completion notifications.
-static NEEDLES: LazyLock<Vec<Finder<'static>>> = LazyLock::new(|| {
+/// - `inputRe`: `inputRequests` and `inputResponses` (client retries, `tasks/update`).
+///
+/// Few, short needles: each is one SIMD pass, which beats a multi-pattern automaton here.
+static CARRIERS: LazyLock<[Finder<'static>; 3]> = LazyLock::new(|| {
     [
-        "elicitation/create",
-        "input_required",
-        "inputRequests",
-        "inputResponses",
-        "elicitations",
-        "elicitation/complete",
-        "\\u",
-        "\\/",
+        Finder::new("elicitation").into_owned(),
+        Finder::new("input_required").into_owned(),
+        Finder::new("inputRe").into_owned(),
     ]
-    .iter()
-    .map(|n| Finder::new(n.as_bytes()).into_owned())
-    .collect()
 });
 
+/// The member that declares a message's protocol version in `_meta` (2026-07-28).
 static META_2026: LazyLock<Finder<'static>> =
-    LazyLock::new(|| Finder::new(b"modelcontextprotocol/protocolVersion").into_owned());
+    LazyLock::new(|| Finder::new("modelcontextprotocol/protocolVersion").into_owned());
 
-/// True when a client message may declare its protocol version in `_meta` (2026-07-28), the
-/// only era signal on stdio, where there is no `MCP-Protocol-Version` header. (An escaped
-/// spelling is caught by [`may_carry_elicitation`]'s escape needles.)
-pub fn declares_2026_meta(json: &[u8]) -> bool {
-    META_2026.find(json).is_some()
+/// True when the text has a `\u` or `\/` escape, the only ways JSON can spell a needle
+/// differently.
+fn has_spelling_escape(json: &[u8]) -> bool {
+    memchr::memchr_iter(b'\\', json).any(|i| matches!(json.get(i + 1), Some(b'u' | b'/')))
 }
 
 /// True when `json` might carry an elicitation (or an answer to one) and must be parsed.
 pub fn may_carry_elicitation(json: &[u8]) -> bool {
-    NEEDLES.iter().any(|f| f.find(json).is_some())
+    CARRIERS.iter().any(|f| f.find(json).is_some()) || has_spelling_escape(json)
+}
+
+/// [`may_carry_elicitation`], or the message may declare its protocol version in `_meta`
+/// (2026-07-28) — the only era signal on stdio, where there is no `MCP-Protocol-Version`
+/// header.
+pub fn may_carry_elicitation_or_2026_meta(json: &[u8]) -> bool {
+    may_carry_elicitation(json) || META_2026.find(json).is_some()
 }
 
 #[cfg(test)]
@@ -54,6 +55,10 @@ mod tests {
     fn plain_results_skip_parsing() {
         assert!(!may_carry_elicitation(
             br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#
+        ));
+        // Ordinary escapes (new lines, quotes, backslashes) do not force a parse.
+        assert!(!may_carry_elicitation(
+            br#"{"result":{"content":[{"type":"text","text":"a\nb \"q\" c:\\dir"}]}}"#
         ));
     }
 
@@ -67,8 +72,21 @@ mod tests {
             r#"{"error":{"code":-32042,"data":{"elicitations":[]}}}"#,
             r#"{"params":{"inputResponses":{}}}"#,
             r#"{"method":"notifications/elicitation/complete"}"#,
+            r#"{"result":{"inputRequests":{}}}"#,
+            r#"{"result":{"resultType":"input\u005frequired"}}"#,
+            r#"{"x":"a\\\u0065"}"#,
         ] {
             assert!(may_carry_elicitation(text.as_bytes()), "{text}");
+            assert!(may_carry_elicitation_or_2026_meta(text.as_bytes()), "{text}");
         }
+    }
+
+    #[test]
+    fn a_2026_meta_declaration_is_caught_by_the_combined_scan_only() {
+        let text = br#"{"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        assert!(!may_carry_elicitation(text));
+        assert!(may_carry_elicitation_or_2026_meta(text));
+        let plain = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#;
+        assert!(!may_carry_elicitation_or_2026_meta(plain));
     }
 }

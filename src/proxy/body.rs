@@ -8,6 +8,7 @@
 
 use crate::enforce::judge::StreamJudge;
 use crate::mcp::sse::SseDecoder;
+use super::upstream::Lease;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
@@ -61,6 +62,9 @@ impl ResponseBody {
 /// Relays an upstream body, with an idle timer and, for SSE, event framing.
 pub struct Relay {
     inner: Incoming,
+    /// The upstream connection, given back to the idle cache when the body has been read to
+    /// its end (dropped, and so closed, otherwise).
+    lease: Option<Lease>,
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
     /// When the upstream last sent something; the idle timer is re-armed from it only when it
@@ -79,6 +83,7 @@ impl Relay {
     /// `sse` = the largest event and the judge, for an event stream.
     pub fn new(
         inner: Incoming,
+        lease: Option<Lease>,
         idle_timeout: Duration,
         sse: Option<(usize, StreamJudge)>,
         metrics: RelayMetrics,
@@ -93,6 +98,7 @@ impl Relay {
         }
         Self {
             inner,
+            lease,
             idle: Box::pin(tokio::time::sleep(idle_timeout)),
             idle_timeout,
             last_activity: Instant::now(),
@@ -150,7 +156,10 @@ impl Relay {
                     }
                 }
                 Poll::Ready(Some(Err(e))) => return self.fail(e.into()),
-                Poll::Ready(None) => self.upstream_done = true,
+                Poll::Ready(None) => {
+                    self.upstream_done = true;
+                    self.lease.take().map(Lease::release);
+                }
                 Poll::Pending => loop {
                     ready!(self.idle.as_mut().poll(cx));
                     let Some(deadline) = self.last_activity.checked_add(self.idle_timeout) else {

@@ -16,6 +16,7 @@
 
 use super::body::{Relay, ResponseBody};
 use super::headers;
+use super::upstream::Lease;
 use super::{Gateway, Route};
 use crate::enforce::judge::{ServerChannel, StreamJudge};
 use crate::enforce::{ClientVerdict, Exchange};
@@ -31,11 +32,23 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Connection facts the pipeline needs.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct ClientConn {
     pub peer: SocketAddr,
     /// `http` or `https`, for `X-Forwarded-Proto`.
     pub scheme: &'static str,
+    /// The peer address as an `X-Forwarded-For` value.
+    pub forwarded_for: http::HeaderValue,
+}
+
+impl ClientConn {
+    pub fn new(peer: SocketAddr, scheme: &'static str) -> Self {
+        Self {
+            peer,
+            scheme,
+            forwarded_for: headers::forwarded_for(peer.ip()),
+        }
+    }
 }
 
 fn method_label(method: &Method) -> &'static str {
@@ -58,8 +71,8 @@ pub async fn handle(
 ) -> Response<ResponseBody> {
     let started = Instant::now();
     let http_method = method_label(request.method());
-    let path = request.uri().path().to_owned();
-    let Some((route, rest)) = gateway.route(&path) else {
+    let path = request.uri().path();
+    let Some((route, rest)) = gateway.route(path) else {
         let response = GatewayError::NoRoute.into_response(None);
         record(
             &gateway,
@@ -71,9 +84,11 @@ pub async fn handle(
         );
         return response;
     };
-    let rest = rest.to_owned();
+    // Where the route's rest of the path starts (the request moves on; no copy of the path).
+    let rest_start = path.len() - rest.len();
     let mut envelope = Envelope::default();
-    let response = match exchange(&gateway, route, &rest, conn, request, &mut envelope).await {
+    let response = match exchange(&gateway, route, rest_start, &conn, request, &mut envelope).await
+    {
         Ok(response) => response,
         Err(error) => {
             if error.fault() != crate::error::Fault::Client {
@@ -102,8 +117,8 @@ pub async fn handle(
 async fn exchange(
     gateway: &Gateway,
     route: &Route,
-    rest: &str,
-    conn: ClientConn,
+    rest_start: usize,
+    conn: &ClientConn,
     request: Request<Incoming>,
     envelope: &mut Envelope,
 ) -> Result<Response<ResponseBody>, GatewayError> {
@@ -112,7 +127,10 @@ async fn exchange(
     if parts.method == Method::POST {
         *envelope = Envelope::peek(&body);
     }
-    let uri = route.upstream_uri(rest, parts.uri.query());
+    let uri: http::Uri = route
+        .upstream_uri(&parts.uri.path()[rest_start..], parts.uri.query())
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| GatewayError::BadUpstreamRequest(e.into()))?;
 
     // Enforcement, client side: capability shaping and answer checks, before anything is
     // forwarded.
@@ -137,7 +155,7 @@ async fn exchange(
             }
         };
 
-    headers::to_upstream(&mut parts.headers, conn.peer.ip(), conn.scheme);
+    headers::to_upstream(&mut parts.headers, &conn.forwarded_for, conn.scheme);
     let mut upstream_request = Request::builder()
         .method(parts.method)
         .uri(uri)
@@ -145,15 +163,17 @@ async fn exchange(
         .map_err(GatewayError::BadUpstreamRequest)?;
     *upstream_request.headers_mut() = parts.headers;
 
-    let response = route.upstream.send(upstream_request).await?;
+    let (response, lease) = route.upstream.send(upstream_request).await?;
     if let Some(substitute) = substitute_response {
         // The server got the gateway's error instead of the client's answer; the client
         // learns why its answer was refused.
-        let _ = response.into_body().collect().await;
+        if response.into_body().collect().await.is_ok() {
+            lease.map(Lease::release);
+        }
         return Ok(substitute);
     }
     enforcer.on_response_head(&exchange, response.headers());
-    relay_response(gateway, route, response, exchange).await
+    relay_response(gateway, route, response, lease, exchange).await
 }
 
 /// Reads a request body up to `limit` bytes.
@@ -185,6 +205,7 @@ async fn relay_response(
     gateway: &Gateway,
     route: &Route,
     response: Response<Incoming>,
+    lease: Option<Lease>,
     exchange: Exchange,
 ) -> Result<Response<ResponseBody>, GatewayError> {
     let (mut parts, body) = response.into_parts();
@@ -196,7 +217,8 @@ async fn relay_response(
     if !event_stream && exchange.judges_json_response() && is_json(&parts.headers) {
         let limit = limits.max_response_body.as_u64();
         let bytes = read_response(body, limit, idle).await?;
-        let channel = ServerChannel::Http(Box::new(route.upstream.clone()));
+        lease.map(Lease::release);
+        let channel = ServerChannel::Http(route.upstream.clone());
         let judged = gateway.enforcer.judge_json_body(&exchange, bytes, &channel);
         parts.headers.remove(header::CONTENT_LENGTH);
         return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
@@ -204,28 +226,26 @@ async fn relay_response(
 
     let metrics = route.relay_metrics.clone();
     // A body the upstream declared empty needs no relay (and no idle timer).
-    let body = if parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .is_some_and(|v| v == "0")
-    {
+    let body = if body.is_end_stream() {
+        lease.map(Lease::release);
         ResponseBody::empty()
     } else if event_stream {
         let max_event = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
         let judge = StreamJudge::new(
             gateway.enforcer.clone(),
             exchange,
-            ServerChannel::Http(Box::new(route.upstream.clone())),
+            ServerChannel::Http(route.upstream.clone()),
             Some(route.endpoint_map()),
         );
         ResponseBody::Relay(Box::new(Relay::new(
             body,
+            lease,
             idle,
             Some((max_event, judge)),
             metrics,
         )))
     } else {
-        ResponseBody::Relay(Box::new(Relay::new(body, idle, None, metrics)))
+        ResponseBody::Relay(Box::new(Relay::new(body, lease, idle, None, metrics)))
     };
     Ok(Response::from_parts(parts, body))
 }

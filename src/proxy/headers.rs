@@ -19,6 +19,10 @@ const HOP_BY_HOP: [HeaderName; 7] = [
 
 /// Removes hop-by-hop fields, including every field the `Connection` header names.
 pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    // Most messages carry none: one pass of comparisons instead of a removal per name.
+    if !headers.keys().any(|name| HOP_BY_HOP.contains(name)) {
+        return;
+    }
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -31,8 +35,13 @@ pub fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// Prepares client request headers for the upstream.
-pub fn to_upstream(headers: &mut HeaderMap, peer: IpAddr, scheme: &'static str) {
+/// The client address as an `X-Forwarded-For` value, formatted once per connection.
+pub fn forwarded_for(peer: IpAddr) -> HeaderValue {
+    HeaderValue::from_str(&peer.to_string()).unwrap_or(HeaderValue::from_static("unknown"))
+}
+
+/// Prepares client request headers for the upstream; `peer` is [`forwarded_for`]'s value.
+pub fn to_upstream(headers: &mut HeaderMap, peer: &HeaderValue, scheme: &'static str) {
     strip_hop_by_hop(headers);
     // The client computes Host from the upstream URI; the original goes in X-Forwarded-Host.
     if let Some(host) = headers.remove(header::HOST) {
@@ -41,12 +50,21 @@ pub fn to_upstream(headers: &mut HeaderMap, peer: IpAddr, scheme: &'static str) 
     // The body is forwarded as one known-length buffer; hyper writes its own Content-Length.
     headers.remove(header::CONTENT_LENGTH);
     let xff = HeaderName::from_static("x-forwarded-for");
-    let forwarded_for = match headers.get(&xff).and_then(|v| v.to_str().ok()) {
-        Some(prior) => format!("{prior}, {peer}"),
-        None => peer.to_string(),
-    };
-    if let Ok(value) = HeaderValue::from_str(&forwarded_for) {
-        headers.insert(xff, value);
+    let prior = headers.get(&xff).map(|v| v.to_str());
+    match prior {
+        None => {
+            headers.insert(xff, peer.clone());
+        }
+        Some(Ok(prior)) => {
+            let peer = peer.to_str().unwrap_or_default();
+            if let Ok(value) = HeaderValue::from_str(&format!("{prior}, {peer}")) {
+                headers.insert(xff, value);
+            }
+        }
+        // Not text: replaced by what the gateway knows.
+        Some(Err(_)) => {
+            headers.insert(xff, peer.clone());
+        }
     }
     headers.insert(
         HeaderName::from_static("x-forwarded-proto"),
@@ -126,11 +144,14 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
         h.insert(header::HOST, HeaderValue::from_static("gw.example"));
-        to_upstream(&mut h, "127.0.0.1".parse().unwrap(), "https");
+        to_upstream(&mut h, &forwarded_for("127.0.0.1".parse().unwrap()), "https");
         assert_eq!(h.get("x-forwarded-for").unwrap(), "10.0.0.1, 127.0.0.1");
         assert_eq!(h.get("x-forwarded-proto").unwrap(), "https");
         assert_eq!(h.get("x-forwarded-host").unwrap(), "gw.example");
         assert!(h.get(header::HOST).is_none());
+        let mut h = HeaderMap::new();
+        to_upstream(&mut h, &forwarded_for("::1".parse().unwrap()), "http");
+        assert_eq!(h.get("x-forwarded-for").unwrap(), "::1");
     }
 
     #[test]

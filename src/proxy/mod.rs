@@ -67,6 +67,7 @@ impl Route {
             upstream_path: url.path().to_owned(),
             upstream_path_trimmed: url.path().trim_end_matches('/').to_owned(),
             upstream: Upstream::new(
+                &url,
                 settings.ca_file.as_deref(),
                 config.timeouts.upstream_connect,
                 config.timeouts.upstream_first_byte,

@@ -1,9 +1,17 @@
-//! The client listener: accept loop, connection limit, optional rustls termination, HTTP/1.1
-//! and HTTP/2 (by ALPN or preface) through hyper-util's auto builder, and graceful shutdown.
+//! The client listener: worker threads, accept loop, connection limit, optional rustls
+//! termination, HTTP/1.1 (plain text) or HTTP/2 / HTTP/1.1 by ALPN (TLS), and graceful
+//! shutdown.
+//!
+//! Layout (as nginx workers): `workers` threads, each with a single-threaded tokio runtime,
+//! its own listening socket on the same address (`SO_REUSEPORT`, the kernel spreads new
+//! connections over them) and its own [`Gateway`] (so its own upstream connections). A
+//! connection and everything it does stay on one thread: no work stealing, no cross-thread
+//! wake-ups on the request path. Shared between workers: the enforcement state, metrics and
+//! the connection limit.
 //!
 //! Owns connection lifecycles, never request content. Shutdown stops accepting at once, lets
-//! in-flight requests finish for up to `timeouts.shutdown_grace`, then returns (the runtime
-//! drops whatever is left).
+//! in-flight requests finish for up to `timeouts.shutdown_grace`, then returns (each worker's
+//! runtime drops whatever is left).
 
 use super::forward::{self, ClientConn};
 use super::Gateway;
@@ -20,11 +28,52 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_rustls::TlsAcceptor;
 
+/// Starts one worker thread per listener, each serving its listener with the gateway
+/// `gateway_for` builds for it. The returned receivers resolve as the workers finish
+/// (after `shutdown` and draining).
+pub fn spawn_workers(
+    listeners: Vec<std::net::TcpListener>,
+    tls: Option<TlsAcceptor>,
+    gateway_for: impl Fn() -> anyhow::Result<Arc<Gateway>>,
+    shutdown: &Shutdown,
+) -> anyhow::Result<Vec<tokio::sync::oneshot::Receiver<()>>> {
+    use anyhow::Context;
+    let first = gateway_for()?;
+    let permits = Arc::new(Semaphore::new(first.settings.limits.max_connections));
+    let mut done = Vec::with_capacity(listeners.len());
+    for (i, listener) in listeners.into_iter().enumerate() {
+        let gateway = if i == 0 { first.clone() } else { gateway_for()? };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .thread_name("elicitgate-worker")
+            .build()
+            .context("starting a worker runtime")?;
+        let (tls, shutdown, permits) = (tls.clone(), shutdown.clone(), permits.clone());
+        let (finished, on_finish) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name(format!("elicitgate-w{i}"))
+            .spawn(move || {
+                runtime.block_on(async move {
+                    match TcpListener::from_std(listener) {
+                        Ok(listener) => serve(listener, tls, gateway, permits, shutdown).await,
+                        Err(e) => tracing::error!(error = %e, "Worker could not use its listener."),
+                    }
+                });
+                drop(runtime);
+                let _ = finished.send(());
+            })
+            .context("starting a worker thread")?;
+        done.push(on_finish);
+    }
+    Ok(done)
+}
+
 /// Serves client connections on `listener` until `shutdown` fires, then drains.
 pub async fn serve(
     listener: TcpListener,
     tls: Option<TlsAcceptor>,
     gateway: Arc<Gateway>,
+    permits: Arc<Semaphore>,
     mut shutdown: Shutdown,
 ) {
     let timeouts = gateway.settings.timeouts.clone();
@@ -39,9 +88,8 @@ pub async fn serve(
     let http1 = builder.clone().http1_only();
     let http2 = builder.clone().http2_only();
     let graceful = GracefulShutdown::new();
-    // Bounding connections by permits makes excess clients wait in the kernel's accept queue
-    // instead of costing memory here.
-    let permits = Arc::new(Semaphore::new(gateway.settings.limits.max_connections));
+    // Bounding connections by permits (shared by all workers) makes excess clients wait in
+    // the kernel's accept queue instead of costing memory here.
     let scheme = if tls.is_some() { "https" } else { "http" };
 
     loop {
@@ -69,7 +117,7 @@ pub async fn serve(
         let (http1, http2) = (http1.clone(), http2.clone());
         let gateway = gateway.clone();
         let tls = tls.clone();
-        let conn = ClientConn { peer, scheme };
+        let conn = ClientConn::new(peer, scheme);
         let handshake_timeout = timeouts.tls_handshake;
         tokio::spawn(async move {
             let _permit = permit;
@@ -108,16 +156,40 @@ async fn serve_connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let peer = conn.peer;
     let service = service_fn(move |request| {
-        let gateway = gateway.clone();
+        let (gateway, conn) = (gateway.clone(), conn.clone());
         async move { Ok::<_, Infallible>(forward::handle(gateway, conn, request).await) }
     });
     let connection = builder
         .serve_connection(TokioIo::new(io), service)
         .into_owned();
     if let Err(e) = watcher.watch(connection).await {
-        tracing::debug!(peer = %conn.peer, error = %e, "Connection ended with an error.");
+        tracing::debug!(%peer, error = %e, "Connection ended with an error.");
     }
+}
+
+/// Binds `count` listening sockets on one address with `SO_REUSEPORT` (for port 0, the
+/// port the first one got), non-blocking and with deep accept queues.
+pub fn bind_workers(addr: SocketAddr, count: usize) -> anyhow::Result<Vec<std::net::TcpListener>> {
+    use anyhow::Context;
+    use socket2::{Domain, Protocol, Socket, Type};
+    let one = |addr: SocketAddr| -> std::io::Result<std::net::TcpListener> {
+        let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+        socket.set_reuse_address(true)?;
+        socket.set_reuse_port(true)?;
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        socket.listen(4096)?;
+        Ok(socket.into())
+    };
+    let first = one(addr).with_context(|| format!("binding {addr}"))?;
+    let bound = first.local_addr()?;
+    let mut listeners = vec![first];
+    for _ in 1..count.max(1) {
+        listeners.push(one(bound).with_context(|| format!("binding {bound} again"))?);
+    }
+    Ok(listeners)
 }
 
 /// Binds a listener with a deep accept queue (bursts of new connections wait in the kernel,
