@@ -40,10 +40,12 @@ fn main() {
         }
         return;
     }
-    tokio::runtime::Runtime::new().unwrap().block_on(async move {
-        let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
-        run(mode, listener, upstream).await
-    })
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(async move {
+            let listener = tokio::net::TcpListener::bind(listen).await.unwrap();
+            run(mode, listener, upstream).await
+        })
 }
 
 async fn run(mode: String, listener: tokio::net::TcpListener, upstream: SocketAddr) {

@@ -23,6 +23,22 @@ fn minimal_config_gets_defaults() {
 }
 
 #[test]
+fn workers_default_to_one_per_cpu_and_are_bounded() {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(load(MINIMAL).unwrap().workers, cpus);
+    assert_eq!(
+        load(&format!("{MINIMAL}workers: 0\n")).unwrap().workers,
+        cpus
+    );
+    assert_eq!(load(&format!("{MINIMAL}workers: 3\n")).unwrap().workers, 3);
+    let all = load(&format!("{MINIMAL}workers: 5000\n"))
+        .unwrap_err()
+        .0
+        .join("\n");
+    assert!(all.contains("workers: at most 1024"), "{all}");
+}
+
+#[test]
 fn units_are_parsed() {
     let yaml = format!(
         "{MINIMAL}limits: {{ max_request_body: 64KiB, max_sse_event: 1MB }}\ntimeouts: {{ upstream_first_byte: 250ms, stream_idle: 2m }}\n"

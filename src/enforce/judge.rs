@@ -555,7 +555,7 @@ fn answer_server(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, bo
             Ok((response, lease)) => {
                 let status = response.status();
                 if response.into_body().collect().await.is_ok() {
-                    lease.map(crate::proxy::upstream::Lease::release);
+                    crate::proxy::upstream::release(lease);
                 }
                 status.is_success()
             }

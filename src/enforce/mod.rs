@@ -262,11 +262,14 @@ impl Enforcer {
         let answer_headers = AnswerHeaders::capture(headers);
         // Streamable HTTP names the session in a header; the 2024-11-05 HTTP+SSE transport in
         // the POST URI's query (`sessionId` in the TypeScript SDK, `session_id` in Python's).
-        let session = answer_headers.text(SESSION_HEADER).map(Arc::from).or_else(|| {
-            url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-                .find(|(k, _)| k == "sessionId" || k == "session_id")
-                .map(|(_, v)| Arc::from(v.as_ref()))
-        });
+        let session = answer_headers
+            .text(SESSION_HEADER)
+            .map(Arc::from)
+            .or_else(|| {
+                url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
+                    .find(|(k, _)| k == "sessionId" || k == "session_id")
+                    .map(|(_, v)| Arc::from(v.as_ref()))
+            });
         let era = match answer_headers.text(VERSION_HEADER) {
             Some("2026-07-28") => Era::Stateless2026,
             Some("2025-06-18") | Some("2025-03-26") | Some("2024-11-05") => Era::Legacy2025_06,
@@ -289,8 +292,8 @@ impl Enforcer {
             kind: envelope.kind,
             // A standalone GET stream carries unsolicited messages; a GET that resumes a
             // stream (Last-Event-ID) replays messages of the request that opened it.
-            associated: !(method == Method::GET
-                && !headers.contains_key(HeaderName::from_static("last-event-id"))),
+            associated: method != Method::GET
+                || headers.contains_key(HeaderName::from_static("last-event-id")),
             init_caps: None,
             request_caps: None,
             call_name: None,

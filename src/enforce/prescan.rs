@@ -77,13 +77,17 @@ mod tests {
             r#"{"x":"a\\\u0065"}"#,
         ] {
             assert!(may_carry_elicitation(text.as_bytes()), "{text}");
-            assert!(may_carry_elicitation_or_2026_meta(text.as_bytes()), "{text}");
+            assert!(
+                may_carry_elicitation_or_2026_meta(text.as_bytes()),
+                "{text}"
+            );
         }
     }
 
     #[test]
     fn a_2026_meta_declaration_is_caught_by_the_combined_scan_only() {
-        let text = br#"{"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let text =
+            br#"{"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
         assert!(!may_carry_elicitation(text));
         assert!(may_carry_elicitation_or_2026_meta(text));
         let plain = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}"#;

@@ -6,9 +6,9 @@
 //! timeout. Dropping a body (the client went away) drops the upstream body with it, which
 //! closes the upstream connection and so cancels the upstream's work.
 
+use super::upstream::Lease;
 use crate::enforce::judge::StreamJudge;
 use crate::mcp::sse::SseDecoder;
-use super::upstream::Lease;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
@@ -158,7 +158,7 @@ impl Relay {
                 Poll::Ready(Some(Err(e))) => return self.fail(e.into()),
                 Poll::Ready(None) => {
                     self.upstream_done = true;
-                    self.lease.take().map(Lease::release);
+                    super::upstream::release(self.lease.take());
                 }
                 Poll::Pending => loop {
                     ready!(self.idle.as_mut().poll(cx));

@@ -16,7 +16,7 @@
 
 use super::body::{Relay, ResponseBody};
 use super::headers;
-use super::upstream::Lease;
+use super::upstream::{self, Lease};
 use super::{Gateway, Route};
 use crate::enforce::judge::{ServerChannel, StreamJudge};
 use crate::enforce::{ClientVerdict, Exchange};
@@ -168,7 +168,7 @@ async fn exchange(
         // The server got the gateway's error instead of the client's answer; the client
         // learns why its answer was refused.
         if response.into_body().collect().await.is_ok() {
-            lease.map(Lease::release);
+            upstream::release(lease);
         }
         return Ok(substitute);
     }
@@ -217,7 +217,7 @@ async fn relay_response(
     if !event_stream && exchange.judges_json_response() && is_json(&parts.headers) {
         let limit = limits.max_response_body.as_u64();
         let bytes = read_response(body, limit, idle).await?;
-        lease.map(Lease::release);
+        upstream::release(lease);
         let channel = ServerChannel::Http(route.upstream.clone());
         let judged = gateway.enforcer.judge_json_body(&exchange, bytes, &channel);
         parts.headers.remove(header::CONTENT_LENGTH);
@@ -227,7 +227,7 @@ async fn relay_response(
     let metrics = route.relay_metrics.clone();
     // A body the upstream declared empty needs no relay (and no idle timer).
     let body = if body.is_end_stream() {
-        lease.map(Lease::release);
+        upstream::release(lease);
         ResponseBody::empty()
     } else if event_stream {
         let max_event = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);

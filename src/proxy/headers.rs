@@ -144,7 +144,11 @@ mod tests {
         let mut h = HeaderMap::new();
         h.insert("x-forwarded-for", HeaderValue::from_static("10.0.0.1"));
         h.insert(header::HOST, HeaderValue::from_static("gw.example"));
-        to_upstream(&mut h, &forwarded_for("127.0.0.1".parse().unwrap()), "https");
+        to_upstream(
+            &mut h,
+            &forwarded_for("127.0.0.1".parse().unwrap()),
+            "https",
+        );
         assert_eq!(h.get("x-forwarded-for").unwrap(), "10.0.0.1, 127.0.0.1");
         assert_eq!(h.get("x-forwarded-proto").unwrap(), "https");
         assert_eq!(h.get("x-forwarded-host").unwrap(), "gw.example");

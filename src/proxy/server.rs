@@ -42,7 +42,11 @@ pub fn spawn_workers(
     let permits = Arc::new(Semaphore::new(first.settings.limits.max_connections));
     let mut done = Vec::with_capacity(listeners.len());
     for (i, listener) in listeners.into_iter().enumerate() {
-        let gateway = if i == 0 { first.clone() } else { gateway_for()? };
+        let gateway = if i == 0 {
+            first.clone()
+        } else {
+            gateway_for()?
+        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .thread_name("elicitgate-worker")

@@ -102,6 +102,13 @@ impl Lease {
     }
 }
 
+/// [`Lease::release`] for a request that may not have had a lease.
+pub fn release(lease: Option<Lease>) {
+    if let Some(lease) = lease {
+        lease.release();
+    }
+}
+
 impl Idle {
     fn is_stale(&self, now: Instant) -> bool {
         self.sender.is_closed() || now.duration_since(self.since) >= IDLE_TIMEOUT

@@ -39,6 +39,8 @@ type Handler = Arc<dyn Fn(&Seen) -> Response<MockBody> + Send + Sync>;
 pub struct MockUpstream {
     pub addr: SocketAddr,
     pub seen: Arc<Mutex<Vec<Seen>>>,
+    /// Connections accepted so far.
+    pub connections: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl MockUpstream {
@@ -59,11 +61,14 @@ impl MockUpstream {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let handler: Handler = Arc::new(handler);
         let seen_srv = seen.clone();
+        let connections = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let accepted = connections.clone();
         tokio::spawn(async move {
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
+                accepted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let handler = handler.clone();
                 let seen = seen_srv.clone();
                 let tls = tls.clone();
@@ -107,7 +112,16 @@ impl MockUpstream {
                 });
             }
         });
-        Self { addr, seen }
+        Self {
+            addr,
+            seen,
+            connections,
+        }
+    }
+
+    /// Connections accepted so far.
+    pub fn connection_count(&self) -> usize {
+        self.connections.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -1,0 +1,120 @@
+//! Scenario tests: worker threads and the per-worker keep-alive cache of upstream
+//! connections. Real gateway on 127.0.0.1:0, in-process mock upstream that counts the
+//! connections it accepts.
+
+mod common;
+
+use bytes::Bytes;
+use common::*;
+use http::StatusCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}"#;
+const RESULT: &str = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
+
+#[tokio::test]
+async fn idle_upstream_connections_are_reused_across_client_connections() {
+    let upstream = MockUpstream::start(|_| full(StatusCode::OK, "application/json", RESULT)).await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "workers: 1")).await;
+    for _ in 0..5 {
+        // `send` opens a new client connection every time.
+        let (status, _, body) = send(rpc_post(&format!("http://{}/mcp", gw.addr), CALL)).await;
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(json(&body)["id"], 7);
+    }
+    let seen = upstream.requests();
+    assert_eq!(seen.len(), 5);
+    assert_eq!(upstream.connection_count(), 1, "one kept-alive connection");
+    // Origin-form request target and the upstream's own Host.
+    assert_eq!(seen[0].uri.to_string(), "/mcp");
+    assert_eq!(
+        seen[0].headers["host"].to_str().unwrap(),
+        upstream.addr.to_string()
+    );
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_connection_whose_response_was_cut_short_is_not_reused() {
+    let (tx, source) = sse_channel();
+    let source = Arc::new(source);
+    let upstream = MockUpstream::start(move |seen| {
+        if seen.body.windows(6).any(|w| w == b"stream") {
+            source.response()
+        } else {
+            full(StatusCode::OK, "application/json", RESULT)
+        }
+    })
+    .await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "workers: 1")).await;
+    let streaming = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stream"}}"#;
+    let response = client()
+        .request(rpc_post(&format!("http://{}/mcp", gw.addr), streaming))
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let mut got = Vec::new();
+    tx.send(Bytes::from_static(b"data: first\n\n"))
+        .await
+        .unwrap();
+    read_until(&mut body, &mut got, "first").await;
+    drop(body);
+    // The cut stream's upstream connection goes away (bounded liveness check) ...
+    let closed = tokio::time::timeout(Duration::from_secs(20), async {
+        while tx.send(Bytes::from_static(b": ping\n\n")).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "upstream stream still open after the client left"
+    );
+    // ... and the next request gets a fresh one.
+    let (status, _, _) = send(rpc_post(&format!("http://{}/mcp", gw.addr), CALL)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(upstream.connection_count(), 2);
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_upstream_that_closes_its_connections_is_dialled_again() {
+    let upstream = MockUpstream::start(|_| {
+        let mut r = full(StatusCode::OK, "application/json", RESULT);
+        r.headers_mut()
+            .insert("connection", "close".parse().unwrap());
+        r
+    })
+    .await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "workers: 1")).await;
+    for round in 1..=3 {
+        let (status, headers, body) =
+            send(rpc_post(&format!("http://{}/mcp", gw.addr), CALL)).await;
+        assert_eq!(status, StatusCode::OK, "round {round}");
+        assert_eq!(json(&body)["id"], 7);
+        // Hop-by-hop: the upstream's `Connection: close` is not the client's business.
+        assert!(headers.get("connection").is_none_or(|v| v != "close"));
+    }
+    assert_eq!(upstream.connection_count(), 3);
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn several_workers_serve_one_port() {
+    let upstream = MockUpstream::start(|_| full(StatusCode::OK, "application/json", RESULT)).await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "workers: 4")).await;
+    let url = format!("http://{}/mcp", gw.addr);
+    let calls: Vec<_> = (0..40)
+        .map(|_| tokio::spawn(send(rpc_post(&url, CALL))))
+        .collect();
+    for call in calls {
+        let (status, _, body) = call.await.unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(json(&body)["id"], 7);
+    }
+    assert_eq!(upstream.requests().len(), 40);
+    // Each worker keeps its own connections: never more than the concurrency asked for.
+    assert!(upstream.connection_count() <= 40);
+    gw.shutdown().await;
+}
