@@ -25,7 +25,7 @@ use crate::mcp::jsonrpc::Envelope;
 use bytes::Bytes;
 use http::{header, Method, Request, Response};
 use http_body::Body as _;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -181,14 +181,48 @@ async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, GatewayError> {
     if body.size_hint().lower() > limit {
         return Err(GatewayError::BodyTooLarge { limit });
     }
-    let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
-    match limited.collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(GatewayError::BodyTooLarge { limit })
-        }
-        Err(e) => Err(GatewayError::ClientBody(e)),
+    match read_whole(body, limit).await {
+        Ok(bytes) => Ok(bytes),
+        Err(WholeError::TooLarge) => Err(GatewayError::BodyTooLarge { limit }),
+        Err(WholeError::Body(e)) => Err(GatewayError::ClientBody(Box::new(e))),
     }
+}
+
+enum WholeError {
+    TooLarge,
+    Body(hyper::Error),
+}
+
+/// Reads a body whole, at most `limit` bytes. A body that arrives in one frame (small MCP
+/// messages almost always do) is returned as that frame, without a copy.
+async fn read_whole(mut body: Incoming, limit: u64) -> Result<Bytes, WholeError> {
+    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut first: Option<Bytes> = None;
+    let mut more: Option<bytes::BytesMut> = None;
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(WholeError::Body)?.into_data() else {
+            continue; // trailers
+        };
+        let so_far = first.as_ref().map_or(0, Bytes::len) + more.as_ref().map_or(0, |m| m.len());
+        if so_far + data.len() > limit {
+            return Err(WholeError::TooLarge);
+        }
+        match (&mut first, &mut more) {
+            (None, _) => first = Some(data),
+            (Some(head), None) => {
+                let mut joined = bytes::BytesMut::with_capacity(head.len() + data.len());
+                joined.extend_from_slice(head);
+                joined.extend_from_slice(&data);
+                more = Some(joined);
+            }
+            (Some(_), Some(joined)) => joined.extend_from_slice(&data),
+        }
+    }
+    Ok(match (first, more) {
+        (_, Some(joined)) => joined.freeze(),
+        (Some(only), None) => only,
+        (None, None) => Bytes::new(),
+    })
 }
 
 fn is_json(headers: &http::HeaderMap) -> bool {
@@ -256,16 +290,13 @@ async fn read_response(
     limit: u64,
     idle: std::time::Duration,
 ) -> Result<Bytes, GatewayError> {
-    let limited = Limited::new(body, usize::try_from(limit).unwrap_or(usize::MAX));
-    match tokio::time::timeout(idle, limited.collect()).await {
+    match tokio::time::timeout(idle, read_whole(body, limit)).await {
         Err(_) => Err(GatewayError::UpstreamTimeout {
             stage: "body_timeout",
         }),
-        Ok(Ok(collected)) => Ok(collected.to_bytes()),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            Err(GatewayError::ResponseTooLarge { limit })
-        }
-        Ok(Err(_)) => Err(GatewayError::UpstreamBody),
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(WholeError::TooLarge)) => Err(GatewayError::ResponseTooLarge { limit }),
+        Ok(Err(WholeError::Body(_))) => Err(GatewayError::UpstreamBody),
     }
 }
 
