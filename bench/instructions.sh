@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# User-space instructions per proxied request, counted by valgrind's callgrind: deterministic
+# where CPU time is noisy, so small changes to the request path can be compared. Loopback only;
+# every process it starts is stopped at the end.
+#
+#   bench/instructions.sh [elicitgate|floor-pooled|floor-per-core] [seconds]
+#
+# elicitgate runs with `workers: 1`; the floors are examples/hyper_floor.rs. Load: wrk, 4
+# connections, small JSON tools/call, after a warm-up whose instructions are not counted.
+# Needs a release build (cargo build --release --bin elicitgate --example bench_upstream
+# --example hyper_floor), valgrind and wrk. Writes callgrind.out and the inclusive/self
+# reports to $BENCH_OUT/instructions-<target>/ and prints instructions per request.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+target=${1:-elicitgate}
+seconds=${2:-5}
+bin=${CARGO_TARGET_DIR:-$root/target}/release
+out=${BENCH_OUT:-${CARGO_TARGET_DIR:-$root/target}/bench}/instructions-$target
+rm -rf "$out" && mkdir -p "$out"
+command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
+
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+up=$(port); gw=$(port); adm=$(port)
+cat >"$out/elicitgate.yaml" <<EOT
+listen: "127.0.0.1:$gw"
+admin_listen: "127.0.0.1:$adm"
+workers: 1
+log: { level: warn }
+audit: { sink: "off" }
+routes: [ { name: bench, path: /mcp, upstream: "http://127.0.0.1:$up/mcp" } ]
+policies: { default: { rate: { max_per_minute: 1000000000 } } }
+EOT
+case $target in
+  elicitgate) cmd=("$bin/elicitgate" serve --config "$out/elicitgate.yaml") ;;
+  floor-pooled) cmd=("$bin/examples/hyper_floor" pooled "127.0.0.1:$gw" "127.0.0.1:$up") ;;
+  floor-per-core) cmd=("$bin/examples/hyper_floor" per-core "127.0.0.1:$gw" "127.0.0.1:$up") ;;
+  *) echo "unknown target $target" >&2; exit 2 ;;
+esac
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+"$bin/examples/bench_upstream" --listen "127.0.0.1:$up" >"$out/upstream.log" 2>&1 &
+pids+=($!)
+valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" "${cmd[@]}" >"$out/proxy.log" 2>&1 &
+vg=$!
+pids+=($vg)
+for _ in $(seq 300); do
+  curl -s -m 2 -X DELETE -o /dev/null "http://127.0.0.1:$gw/mcp" && break
+  sleep 0.2
+done
+session=$(curl -s -D - -o /dev/null "http://127.0.0.1:$gw/mcp" -H 'content-type: application/json' \
+  -H 'accept: application/json, text/event-stream' \
+  -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"bench","version":"0"}}}' \
+  | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
+load() {
+  BENCH_SCENARIO=small BENCH_SESSION=$session wrk -t1 -c4 -d"$1s" -s bench/wrk_mcp.lua \
+    "http://127.0.0.1:$gw/mcp"
+}
+load 2 >/dev/null
+callgrind_control -z "$vg" >/dev/null
+load "$seconds" >"$out/wrk.txt"
+callgrind_control -d "$vg" >/dev/null
+sleep 1
+dump=$(ls "$out"/callgrind.out.* | sort | tail -1)
+requests=$(sed -n 's/^BENCHJSON //p' "$out/wrk.txt" | python3 -c 'import json,sys; print(json.load(sys.stdin)["requests"])')
+total=$(callgrind_annotate "$dump" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}')
+callgrind_annotate --inclusive=yes "$dump" >"$out/inclusive.txt" 2>/dev/null
+callgrind_annotate "$dump" >"$out/self.txt" 2>/dev/null
+echo "$target: $requests requests, $total instructions, $((total / requests)) per request (reports in $out)"
