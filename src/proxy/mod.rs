@@ -179,6 +179,29 @@ impl Gateway {
         }))
     }
 
+    /// A worker's housekeeping, once a second until `shutdown`: idle upstream connections past
+    /// their timeout are closed.
+    ///
+    /// The ticking also keeps the worker's timer wheel primed: tokio wakes a parked event loop
+    /// (an `eventfd` write and an extra `epoll_wait` return) whenever a timer is registered that
+    /// expires before everything already in the wheel, which, on an otherwise idle worker, is
+    /// every request's upstream and header timeouts. With a timer due within a second, the
+    /// per-request ones (seconds to minutes) never are.
+    pub async fn housekeeping(self: Arc<Self>, mut shutdown: crate::Shutdown) {
+        let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    for route in &self.routes {
+                        route.upstream.prune_idle();
+                    }
+                }
+                () = shutdown.wait() => return,
+            }
+        }
+    }
+
     /// The route serving `path` and the rest of the path after its prefix.
     pub fn route<'p>(&self, path: &'p str) -> Option<(&Route, &'p str)> {
         self.routes

@@ -58,6 +58,7 @@ pub fn spawn_workers(
             .name(format!("elicitgate-w{i}"))
             .spawn(move || {
                 runtime.block_on(async move {
+                    tokio::spawn(gateway.clone().housekeeping(shutdown.clone()));
                     match TcpListener::from_std(listener) {
                         Ok(listener) => serve(listener, tls, gateway, permits, shutdown).await,
                         Err(e) => tracing::error!(error = %e, "Worker could not use its listener."),

@@ -234,6 +234,17 @@ impl Upstream {
     }
 }
 
+impl Upstream {
+    /// Closes idle connections that are past the idle timeout or closed by the upstream.
+    pub fn prune_idle(&self) {
+        if let Kind::Plain(plain) = &self.inner.kind {
+            let now = Instant::now();
+            let mut idle = plain.idle.lock().unwrap_or_else(PoisonError::into_inner);
+            idle.retain(|c| !c.is_stale(now));
+        }
+    }
+}
+
 impl Plain {
     /// The most recently used idle connection that is still open.
     fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
