@@ -88,8 +88,13 @@ pub async fn serve(
         .timer(TokioTimer::new())
         .header_read_timeout(timeouts.client_header);
     builder.http2().timer(TokioTimer::new());
-    // Plain-text clients speak HTTP/1.1 (MCP clients do not use h2c): serving them without
-    // sniffing for an HTTP/2 preface saves a read per connection. Over TLS, ALPN decides.
+    // Plain-text clients speak HTTP/1.1 (MCP clients do not use h2c): they are served by
+    // hyper's HTTP/1 connection directly (no preface sniffing, no rewind buffer). Over TLS,
+    // ALPN decides.
+    let mut plain = hyper::server::conn::http1::Builder::new();
+    plain
+        .timer(TokioTimer::new())
+        .header_read_timeout(timeouts.client_header);
     let http1 = builder.clone().http1_only();
     let http2 = builder.clone().http2_only();
     let graceful = GracefulShutdown::new();
@@ -119,7 +124,7 @@ pub async fn serve(
         };
         let _ = stream.set_nodelay(true);
         let watcher = graceful.watcher();
-        let (http1, http2) = (http1.clone(), http2.clone());
+        let (plain, http1, http2) = (plain.clone(), http1.clone(), http2.clone());
         let gateway = gateway.clone();
         let tls = tls.clone();
         let conn = ClientConn::new(peer, scheme);
@@ -127,13 +132,16 @@ pub async fn serve(
         tokio::spawn(async move {
             let _permit = permit;
             match tls {
-                None => serve_connection(stream, http1, gateway, conn, watcher).await,
+                None => {
+                    serve_connection(stream, Protocol::Plain(plain), gateway, conn, watcher).await
+                }
                 Some(acceptor) => {
                     match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
                         Ok(Ok(stream)) => {
                             let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
                             let builder = if h2 { http2 } else { http1 };
-                            serve_connection(stream, builder, gateway, conn, watcher).await
+                            let protocol = Protocol::Negotiated(builder);
+                            serve_connection(stream, protocol, gateway, conn, watcher).await
                         }
                         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed."),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out."),
@@ -152,9 +160,17 @@ pub async fn serve(
     }
 }
 
+/// How a connection is served.
+enum Protocol {
+    /// Plain-text HTTP/1.1.
+    Plain(hyper::server::conn::http1::Builder),
+    /// TLS: HTTP/2 or HTTP/1.1, as ALPN chose.
+    Negotiated(auto::Builder<TokioExecutor>),
+}
+
 async fn serve_connection<I>(
     io: I,
-    builder: auto::Builder<TokioExecutor>,
+    protocol: Protocol,
     gateway: Arc<Gateway>,
     conn: ClientConn,
     watcher: Watcher,
@@ -166,10 +182,22 @@ async fn serve_connection<I>(
         let (gateway, conn) = (gateway.clone(), conn.clone());
         async move { Ok::<_, Infallible>(forward::handle(gateway, conn, request).await) }
     });
-    let connection = builder
-        .serve_connection(TokioIo::new(io), service)
-        .into_owned();
-    if let Err(e) = watcher.watch(connection).await {
+    let ended: Result<(), Box<dyn std::error::Error + Send + Sync>> = match protocol {
+        Protocol::Plain(builder) => watcher
+            .watch(builder.serve_connection(TokioIo::new(io), service))
+            .await
+            .map_err(Into::into),
+        Protocol::Negotiated(builder) => {
+            watcher
+                .watch(
+                    builder
+                        .serve_connection(TokioIo::new(io), service)
+                        .into_owned(),
+                )
+                .await
+        }
+    };
+    if let Err(e) = ended {
         tracing::debug!(%peer, error = %e, "Connection ended with an error.");
     }
 }
