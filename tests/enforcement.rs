@@ -581,3 +581,28 @@ async fn a_batch_carrying_elicitation_answers_is_refused() {
     assert_eq!(status, StatusCode::ACCEPTED);
     gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_body_the_gateway_cannot_read_is_refused_not_forwarded() {
+    let upstream = legacy_server(|_| sse(&[])).await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    let before = upstream.requests().len();
+    for body in [
+        // Two `method` members: a server that keeps the last would see an unshaped initialize.
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"tasks":{"requests":{"elicitation":{"create":{}}}}},"clientInfo":{"name":"x","version":"0"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list""#,
+        r#"{"jsonrpc":"2.0"}"#,
+    ] {
+        let (status, _, reply) = send(rpc_post(&gw.url(), body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        let reply = json(&reply);
+        assert_eq!(reply["error"]["code"], -32600);
+        assert_eq!(reply["error"]["data"]["reason"], "invalid_message");
+    }
+    assert_eq!(
+        upstream.requests().len(),
+        before,
+        "nothing reached the server"
+    );
+    gw.shutdown().await;
+}

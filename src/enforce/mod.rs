@@ -348,6 +348,13 @@ impl Enforcer {
                 return ClientVerdict::Reject(answer_rejection(None, &verdict));
             }
         }
+        if *method == Method::POST && ex.kind == Kind::Invalid {
+            // Not one JSON-RPC message the gateway can read (bad JSON, a member given twice,
+            // neither `id` nor `method`): refused, not forwarded unread. A server that reads it
+            // differently (the last of two `method` members, say) would otherwise act on a
+            // message the gateway never judged.
+            return ClientVerdict::Reject(invalid_message_rejection());
+        }
         if *method != Method::POST
             || !matches!(ex.kind, Kind::Request | Kind::Response | Kind::Notification)
         {
@@ -685,6 +692,23 @@ fn repeat_window(policy: &Policy) -> std::time::Duration {
 }
 
 /// The client's answer was refused: 400 with a JSON-RPC error naming the rules.
+/// The answer to a POST body that is not one readable JSON-RPC message.
+fn invalid_message_rejection() -> Rejection {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": Value::Null,
+        "error": {
+            "code": -32600,
+            "message": "Not a JSON-RPC message the gateway can read",
+            "data": {"gateway": "elicitgate", "reason": "invalid_message"}
+        }
+    });
+    Rejection {
+        status: StatusCode::BAD_REQUEST,
+        body: Bytes::from(body.to_string()),
+    }
+}
+
 fn answer_rejection(id: Option<&Value>, verdict: &Verdict) -> Rejection {
     let rules: Vec<&str> = verdict.denied_by.iter().map(|r| r.as_str()).collect();
     let body = serde_json::json!({
