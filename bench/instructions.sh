@@ -20,7 +20,8 @@ out=${BENCH_OUT:-${CARGO_TARGET_DIR:-$root/target}/bench}/instructions-$target
 rm -rf "$out" && mkdir -p "$out"
 command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get install valgrind)" >&2; exit 1; }
 
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 up=$(port); gw=$(port); adm=$(port)
 cat >"$out/elicitgate.yaml" <<EOT
 listen: "127.0.0.1:$gw"
@@ -49,10 +50,7 @@ for _ in $(seq 300); do
   curl -s -m 2 -X DELETE -o /dev/null "http://127.0.0.1:$gw/mcp" && break
   sleep 0.2
 done
-session=$(curl -s -D - -o /dev/null "http://127.0.0.1:$gw/mcp" -H 'content-type: application/json' \
-  -H 'accept: application/json, text/event-stream' \
-  -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"bench","version":"0"}}}' \
-  | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
+session=$(bench_session "$gw")
 load() {
   BENCH_SCENARIO=small BENCH_SESSION=$session wrk -t1 -c4 -d"$1s" -s bench/wrk_mcp.lua \
     "http://127.0.0.1:$gw/mcp"

@@ -21,7 +21,8 @@ command -v perf >/dev/null || { echo "perf is not installed (apt-get install lin
 [ -x "$bin/elicitgate" ] && [ -x "$bin/examples/bench_upstream" ] || {
   echo "build first: cargo build --release --bin elicitgate --example bench_upstream" >&2; exit 1; }
 
-port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# shellcheck source=bench/lib.sh
+. "$root/bench/lib.sh"
 up=$(port); gw=$(port); adm=$(port)
 cat >"$out/elicitgate.yaml" <<EOF
 listen: "127.0.0.1:$gw"
@@ -43,10 +44,7 @@ for _ in $(seq 100); do
   curl -s -o /dev/null "http://127.0.0.1:$gw/" && curl -s -o /dev/null "http://127.0.0.1:$up/" -X DELETE && break
   sleep 0.1
 done
-session=$(curl -s -D - -o /dev/null "http://127.0.0.1:$gw/mcp" -H 'content-type: application/json' \
-  -H 'accept: application/json, text/event-stream' \
-  -d '{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}}},"clientInfo":{"name":"bench","version":"0"}}}' \
-  | tr -d '\r' | awk -F': ' 'tolower($1)=="mcp-session-id"{print $2}')
+session=$(bench_session "$gw")
 echo "elicitgate pid $gwpid, session $session"
 BENCH_SCENARIO=$scenario BENCH_SESSION=$session wrk -t1 -c1 -d1s -s bench/wrk_mcp.lua "http://127.0.0.1:$gw/mcp" >/dev/null
 perf record -e cpu-clock -F 1999 --call-graph dwarf,16384 -p "$gwpid" -o "$out/perf.data" -- sleep "$seconds" \

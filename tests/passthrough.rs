@@ -345,31 +345,8 @@ async fn client_disconnect_closes_the_upstream_stream() {
     let source = Arc::new(source);
     let upstream = MockUpstream::start(move |_| source.response()).await;
     let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
-    let response = client()
-        .request(rpc_post(&format!("http://{}/mcp", gw.addr), CALL))
-        .await
-        .unwrap();
-    let mut body = response.into_body();
-    let mut got = Vec::new();
-    tx.send(Bytes::from_static(b"data: first\n\n"))
-        .await
-        .unwrap();
-    read_until(&mut body, &mut got, "first").await;
-    drop(body);
-    // The upstream's stream must be dropped: sends start failing. Bounded liveness check.
-    let closed = tokio::time::timeout(Duration::from_secs(20), async {
-        loop {
-            if tx.send(Bytes::from_static(b": ping\n\n")).await.is_err() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    assert!(
-        closed.is_ok(),
-        "upstream stream still open after the client left"
-    );
+    // The upstream's stream must be dropped: sends start failing (bounded liveness check).
+    leave_after_first_event(&format!("http://{}/mcp", gw.addr), CALL, &tx).await;
     gw.shutdown().await;
 }
 
@@ -383,16 +360,7 @@ async fn idle_upstream_stream_is_cut_and_counted() {
         "timeouts: { stream_idle: 200ms }",
     ))
     .await;
-    let response = client()
-        .request(rpc_post(&format!("http://{}/mcp", gw.addr), CALL))
-        .await
-        .unwrap();
-    let mut body = response.into_body();
-    let mut got = Vec::new();
-    tx.send(Bytes::from_static(b"data: first\n\n"))
-        .await
-        .unwrap();
-    read_until(&mut body, &mut got, "first").await;
+    let mut body = read_first_event(&format!("http://{}/mcp", gw.addr), CALL, &tx).await;
     // No more events: the gateway ends the stream with an error after the idle timeout.
     let end = tokio::time::timeout(Duration::from_secs(20), body.frame())
         .await

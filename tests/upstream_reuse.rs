@@ -4,11 +4,9 @@
 
 mod common;
 
-use bytes::Bytes;
 use common::*;
 use http::StatusCode;
 use std::sync::Arc;
-use std::time::Duration;
 
 const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo"}}"#;
 const RESULT: &str = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[]}}"#;
@@ -49,28 +47,8 @@ async fn a_connection_whose_response_was_cut_short_is_not_reused() {
     .await;
     let gw = gateway(&config_for(&upstream.url("/mcp"), "workers: 1")).await;
     let streaming = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"stream"}}"#;
-    let response = client()
-        .request(rpc_post(&format!("http://{}/mcp", gw.addr), streaming))
-        .await
-        .unwrap();
-    let mut body = response.into_body();
-    let mut got = Vec::new();
-    tx.send(Bytes::from_static(b"data: first\n\n"))
-        .await
-        .unwrap();
-    read_until(&mut body, &mut got, "first").await;
-    drop(body);
-    // The cut stream's upstream connection goes away (bounded liveness check) ...
-    let closed = tokio::time::timeout(Duration::from_secs(20), async {
-        while tx.send(Bytes::from_static(b": ping\n\n")).await.is_ok() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
-    assert!(
-        closed.is_ok(),
-        "upstream stream still open after the client left"
-    );
+    // The cut stream's upstream connection goes away ...
+    leave_after_first_event(&format!("http://{}/mcp", gw.addr), streaming, &tx).await;
     // ... and the next request gets a fresh one.
     let (status, _, _) = send(rpc_post(&format!("http://{}/mcp", gw.addr), CALL)).await;
     assert_eq!(status, StatusCode::OK);

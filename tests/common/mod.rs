@@ -351,3 +351,32 @@ pub fn pki(dir: &Path) -> TestPki {
         key_file,
     }
 }
+
+/// Posts `body` to `url` and reads the SSE response until the upstream's first event (sent
+/// through `tx`); returns the rest of the response body.
+pub async fn read_first_event(url: &str, body: &str, tx: &mpsc::Sender<Bytes>) -> Incoming {
+    let response = client().request(rpc_post(url, body)).await.unwrap();
+    let mut body = response.into_body();
+    let mut got = Vec::new();
+    tx.send(Bytes::from_static(b"data: first\n\n"))
+        .await
+        .unwrap();
+    read_until(&mut body, &mut got, "first").await;
+    body
+}
+
+/// [`read_first_event`], then goes away; returns once the upstream's stream has been closed
+/// (sends through `tx` fail), or panics after 20 s.
+pub async fn leave_after_first_event(url: &str, body: &str, tx: &mpsc::Sender<Bytes>) {
+    drop(read_first_event(url, body, tx).await);
+    let closed = tokio::time::timeout(Duration::from_secs(20), async {
+        while tx.send(Bytes::from_static(b": ping\n\n")).await.is_ok() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "upstream stream still open after the client left"
+    );
+}
