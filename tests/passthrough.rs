@@ -336,6 +336,34 @@ async fn oversize_body_is_a_413_and_never_reaches_the_upstream() {
     let response = chunked_client.request(req).await.unwrap();
     assert_eq!(response.status(), StatusCode::PAYLOAD_TOO_LARGE);
     assert!(upstream.requests().is_empty());
+
+    // Exactly the limit, in four chunks: read whole and forwarded unchanged.
+    let head = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"pad":""#;
+    let tail = r#""}}"#;
+    let exact = format!("{head}{}{tail}", "y".repeat(1024 - head.len() - tail.len()));
+    assert_eq!(exact.len(), 1024);
+    let parts: Vec<Bytes> = exact
+        .as_bytes()
+        .chunks(256)
+        .map(Bytes::copy_from_slice)
+        .collect();
+    let chunks = futures_util::stream::iter(
+        parts
+            .into_iter()
+            .map(|p| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(p))),
+    );
+    let req = Request::post(format!("http://{}/mcp", gw.addr))
+        .header("content-type", "application/json")
+        .body(http_body_util::StreamBody::new(chunks))
+        .unwrap();
+    let response =
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build_http()
+            .request(req)
+            .await
+            .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(upstream.requests()[0].body, exact.as_bytes());
     gw.shutdown().await;
 }
 

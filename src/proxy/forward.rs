@@ -197,32 +197,32 @@ enum WholeError {
 /// messages almost always do) is returned as that frame, without a copy.
 async fn read_whole(mut body: Incoming, limit: u64) -> Result<Bytes, WholeError> {
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut first: Option<Bytes> = None;
-    let mut more: Option<bytes::BytesMut> = None;
+    let mut total = 0usize;
+    let mut single: Option<Bytes> = None;
+    let mut joined: Option<bytes::BytesMut> = None;
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame.map_err(WholeError::Body)?.into_data() else {
             continue; // trailers
         };
-        let so_far = first.as_ref().map_or(0, Bytes::len) + more.as_ref().map_or(0, |m| m.len());
-        if so_far + data.len() > limit {
+        total = total.saturating_add(data.len());
+        if total > limit {
             return Err(WholeError::TooLarge);
         }
-        match (&mut first, &mut more) {
-            (None, _) => first = Some(data),
-            (Some(head), None) => {
-                let mut joined = bytes::BytesMut::with_capacity(head.len() + data.len());
-                joined.extend_from_slice(head);
-                joined.extend_from_slice(&data);
-                more = Some(joined);
-            }
-            (Some(_), Some(joined)) => joined.extend_from_slice(&data),
+        if let Some(buf) = joined.as_mut() {
+            buf.extend_from_slice(&data);
+        } else if let Some(head) = single.take() {
+            let mut buf = bytes::BytesMut::with_capacity(total);
+            buf.extend_from_slice(&head);
+            buf.extend_from_slice(&data);
+            joined = Some(buf);
+        } else {
+            single = Some(data);
         }
     }
-    Ok(match (first, more) {
-        (_, Some(joined)) => joined.freeze(),
-        (Some(only), None) => only,
-        (None, None) => Bytes::new(),
-    })
+    Ok(joined
+        .map(bytes::BytesMut::freeze)
+        .or(single)
+        .unwrap_or_default())
 }
 
 fn is_json(headers: &http::HeaderMap) -> bool {
