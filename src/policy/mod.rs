@@ -277,4 +277,4 @@ pub fn compile_all(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -437,13 +437,7 @@ mod tests {
             "policies.p.on_block: unknown value `explode`",
             "policies.p.rules.url.pii: expected deny, audit or off",
         ];
-        for w in want {
-            assert!(
-                errors.iter().any(|e| e.starts_with(w)),
-                "missing {w}: {errors:?}"
-            );
-        }
-        assert_eq!(errors.len(), want.len(), "{errors:?}");
+        crate::policy::tests::assert_reported_exactly(&errors, &want);
     }
 
     #[test]

@@ -1,6 +1,17 @@
 use super::*;
 use serde_json::json;
 
+/// Asserts that `reported` holds exactly one message starting with each of `want`, and no more.
+pub(crate) fn assert_reported_exactly(reported: &[String], want: &[&str]) {
+    for w in want {
+        assert!(
+            reported.iter().any(|e| e.starts_with(w)),
+            "missing {w}: {reported:?}"
+        );
+    }
+    assert_eq!(reported.len(), want.len(), "{reported:?}");
+}
+
 fn map(v: Value) -> Map<String, Value> {
     v.as_object().cloned().expect("object")
 }
@@ -77,13 +88,7 @@ fn all_errors_are_reported_at_once() {
         "policies.b.repeat.window: must be longer than 0s",
         "routes.r.policy: unknown policy `missing`",
     ];
-    for w in want {
-        assert!(
-            errors.iter().any(|e| e.starts_with(w)),
-            "missing {w}: {errors:?}"
-        );
-    }
-    assert_eq!(errors.len(), want.len(), "{errors:?}");
+    assert_reported_exactly(&errors, &want);
 }
 
 #[test]
