@@ -34,6 +34,25 @@ async fn idle_upstream_connections_are_reused_across_client_connections() {
 }
 
 #[tokio::test]
+async fn a_connection_that_sent_a_large_body_is_not_kept() {
+    let upstream = MockUpstream::start(|_| full(StatusCode::OK, "application/json", RESULT)).await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "workers: 1")).await;
+    let url = format!("http://{}/mcp", gw.addr);
+    let padding = "x".repeat(100 * 1024);
+    let large = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{padding}"}}}}}}"#
+    );
+    // Small, small (kept, reused), large (closed after its response), small (a new one).
+    for body in [CALL, CALL, large.as_str(), CALL] {
+        let (status, _, _) = send(rpc_post(&url, body)).await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    assert_eq!(upstream.requests().len(), 4);
+    assert_eq!(upstream.connection_count(), 2);
+    gw.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_connection_whose_response_was_cut_short_is_not_reused() {
     let (tx, source) = sse_channel();
     let source = Arc::new(source);

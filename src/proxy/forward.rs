@@ -9,13 +9,14 @@
 //! 5. **send upstream** with hop-by-hop fields stripped and `X-Forwarded-*` added;
 //! 6. **relay the response**: SSE event by event through the stream judge; a JSON answer to
 //!    a request read whole (bounded) and judged; anything else streamed untouched;
-//! 7. **record** status and latency.
+//! 7. **record** status and latency (the route's cached metric children).
 //!
 //! Errors from any step go through [`GatewayError::into_response`], the one place that shapes
 //! them.
 
 use super::body::{Relay, ResponseBody};
 use super::headers;
+use super::request_metrics::HttpMethod;
 use super::upstream::{self, Lease};
 use super::{Gateway, Route};
 use crate::enforce::judge::{ServerChannel, StreamJudge};
@@ -51,18 +52,6 @@ impl ClientConn {
     }
 }
 
-fn method_label(method: &Method) -> &'static str {
-    match *method {
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::DELETE => "DELETE",
-        Method::HEAD => "HEAD",
-        Method::OPTIONS => "OPTIONS",
-        Method::PUT => "PUT",
-        _ => "other",
-    }
-}
-
 /// Serves one client request.
 pub async fn handle(
     gateway: Arc<Gateway>,
@@ -70,18 +59,11 @@ pub async fn handle(
     request: Request<Incoming>,
 ) -> Response<ResponseBody> {
     let started = Instant::now();
-    let http_method = method_label(request.method());
+    let http_method = HttpMethod::of(request.method());
     let path = request.uri().path();
     let Some((route, rest)) = gateway.route(path) else {
         let response = GatewayError::NoRoute.into_response(None);
-        record(
-            &gateway,
-            "unmatched",
-            http_method,
-            "none",
-            &response,
-            started,
-        );
+        record_unmatched(&gateway, http_method, &response, started);
         return response;
     };
     // Where the route's rest of the path starts (the request moves on; no copy of the path).
@@ -102,13 +84,11 @@ pub async fn handle(
             error.into_response(envelope.id.as_deref())
         }
     };
-    record(
-        &gateway,
-        &route.name,
+    route.request_metrics.record(
         http_method,
         envelope.method_label(),
-        &response,
-        started,
+        response.status(),
+        started.elapsed().as_secs_f64(),
     );
     response
 }
@@ -127,9 +107,8 @@ async fn exchange(
     if parts.method == Method::POST {
         *envelope = Envelope::peek(&body);
     }
-    let uri: http::Uri = route
-        .upstream_uri(&parts.uri.path()[rest_start..], parts.uri.query())
-        .parse()
+    let uri = route
+        .upstream_target(&parts.uri.path()[rest_start..], parts.uri.query())
         .map_err(|e: http::uri::InvalidUri| GatewayError::BadUpstreamRequest(e.into()))?;
 
     // Enforcement, client side: capability shaping and answer checks, before anything is
@@ -225,14 +204,6 @@ async fn read_whole(mut body: Incoming, limit: u64) -> Result<Bytes, WholeError>
         .unwrap_or_default())
 }
 
-fn is_json(headers: &http::HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-}
-
 /// Passes the upstream response on: SSE relayed event by event through the stream judge, a
 /// JSON answer to a request read whole and judged, anything else streamed untouched.
 async fn relay_response(
@@ -248,7 +219,10 @@ async fn relay_response(
     let limits = &gateway.settings.limits;
     let idle = gateway.settings.timeouts.stream_idle;
 
-    if !event_stream && exchange.judges_json_response() && is_json(&parts.headers) {
+    if !event_stream
+        && exchange.judges_json_response()
+        && headers::content_type_is(&parts.headers, "application/json")
+    {
         let limit = limits.max_response_body.as_u64();
         let bytes = read_response(body, limit, idle).await?;
         upstream::release(lease);
@@ -300,19 +274,20 @@ async fn read_response(
     }
 }
 
-fn record(
+/// Records a request no route matched (routed ones go through their route's
+/// [`super::request_metrics::RequestMetrics`]).
+fn record_unmatched(
     gateway: &Gateway,
-    route: &str,
-    http_method: &'static str,
-    mcp_method: &'static str,
+    http_method: HttpMethod,
     response: &Response<ResponseBody>,
     started: Instant,
 ) {
     let m = &gateway.metrics;
+    let method = http_method.label();
     m.requests
-        .with_label_values(&[route, http_method, mcp_method, response.status().as_str()])
+        .with_label_values(&["unmatched", method, "none", response.status().as_str()])
         .inc();
     m.request_duration
-        .with_label_values(&[route, http_method])
+        .with_label_values(&["unmatched", method])
         .observe(started.elapsed().as_secs_f64());
 }

@@ -72,13 +72,22 @@ pub fn to_upstream(headers: &mut HeaderMap, peer: &HeaderValue, scheme: &'static
     );
 }
 
+/// True when the `Content-Type` media type is `mime` (ASCII case-insensitive, parameters
+/// ignored). Compared as bytes: a parameter that is not text does not hide the media type.
+pub fn content_type_is(headers: &HeaderMap, mime: &str) -> bool {
+    headers.get(header::CONTENT_TYPE).is_some_and(|value| {
+        let media = value
+            .as_bytes()
+            .split(|b| *b == b';')
+            .next()
+            .unwrap_or_default();
+        media.trim_ascii().eq_ignore_ascii_case(mime.as_bytes())
+    })
+}
+
 /// True when a response's content type is `text/event-stream`.
 pub fn is_event_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("text/event-stream"))
+    content_type_is(headers, "text/event-stream")
 }
 
 /// Prepares upstream response headers for the client.
@@ -159,6 +168,26 @@ mod tests {
     }
 
     #[test]
+    fn media_types_compare_without_parameters_or_case() {
+        let mut h = HeaderMap::new();
+        assert!(!content_type_is(&h, "application/json"));
+        for (value, json) in [
+            (&b"application/json"[..], true),
+            (b"Application/JSON ; charset=utf-8", true),
+            (b" application/json;charset=\xff", true),
+            (b"application/json-seq", false),
+            (b"application/jso", false),
+            (b"text/json", false),
+        ] {
+            h.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_bytes(value).unwrap(),
+            );
+            assert_eq!(content_type_is(&h, "application/json"), json, "{value:?}");
+        }
+    }
+
+    #[test]
     fn event_streams_get_anti_buffering_fields() {
         let mut h = HeaderMap::new();
         h.insert(
@@ -167,6 +196,7 @@ mod tests {
         );
         h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         assert!(is_event_stream(&h));
+        assert!(!content_type_is(&h, "application/json"));
         to_client(&mut h, true);
         assert_eq!(h.get("x-accel-buffering").unwrap(), "no");
         assert_eq!(

@@ -1,10 +1,11 @@
 //! The reverse proxy: the route table, the per-request pipeline ([`forward`]), response
-//! bodies ([`body`]), header rules ([`headers`]), upstream clients ([`upstream`]) and the
-//! accept loop ([`server`]).
+//! bodies ([`body`]), header rules ([`headers`]), upstream clients ([`upstream`]), per-route
+//! request metrics ([`request_metrics`]) and the accept loop ([`server`]).
 
 pub mod body;
 pub mod forward;
 pub mod headers;
+pub mod request_metrics;
 pub mod server;
 pub mod upstream;
 
@@ -12,6 +13,7 @@ use crate::enforce::Enforcer;
 use crate::metrics::Metrics;
 use crate::settings::{RouteSettings, Settings};
 use body::RelayMetrics;
+use request_metrics::RequestMetrics;
 use std::sync::Arc;
 use upstream::Upstream;
 
@@ -30,9 +32,14 @@ pub struct Route {
     upstream_path: String,
     /// The same without a trailing `/`, joined with a non-empty rest.
     upstream_path_trimmed: String,
+    /// `upstream_origin` + `upstream_path`, parsed once: the target of every request to the
+    /// prefix itself without a query (the usual MCP `POST /mcp`).
+    base_uri: http::Uri,
     pub upstream: Upstream,
     /// This route's relay counters, resolved once.
     pub relay_metrics: RelayMetrics,
+    /// This route's request counters and latency histograms.
+    pub request_metrics: RequestMetrics,
 }
 
 impl Route {
@@ -58,14 +65,17 @@ impl Route {
             url.host_str().unwrap_or_default(),
             url.port_or_known_default().unwrap_or_default()
         );
+        let base_uri = format!("{origin}{}", url.path()).parse()?;
+        let route_name: Arc<str> = Arc::from(name);
         Ok(Self {
             index,
-            name: Arc::from(settings.name.as_str()),
+            name: route_name.clone(),
             upstream_label: Arc::from(label),
             prefix: settings.path.trim_end_matches('/').to_owned(),
             upstream_origin: origin,
             upstream_path: url.path().to_owned(),
             upstream_path_trimmed: url.path().trim_end_matches('/').to_owned(),
+            base_uri,
             upstream: Upstream::new(
                 &url,
                 settings.ca_file.as_deref(),
@@ -73,6 +83,7 @@ impl Route {
                 config.timeouts.upstream_first_byte,
             )?,
             relay_metrics,
+            request_metrics: RequestMetrics::new(route_name, metrics),
         })
     }
 
@@ -90,6 +101,18 @@ impl Route {
             upstream_base: format!("{}{}", self.upstream_origin, self.upstream_path),
             upstream_path_trimmed: self.upstream_path_trimmed.clone(),
         }
+    }
+
+    /// [`Route::upstream_uri`], parsed (without parsing for the prefix itself).
+    pub fn upstream_target(
+        &self,
+        rest: &str,
+        query: Option<&str>,
+    ) -> Result<http::Uri, http::uri::InvalidUri> {
+        if rest.is_empty() && query.is_none() {
+            return Ok(self.base_uri.clone());
+        }
+        self.upstream_uri(rest, query).parse()
     }
 
     /// The upstream URI for a request to `<prefix><rest>?<query>`.
@@ -287,6 +310,14 @@ mod tests {
         );
         let (route, rest) = gw.route("/mcp").unwrap();
         assert_eq!(route.upstream_uri(rest, None), "http://127.0.0.1:1/base/");
+        assert_eq!(
+            route.upstream_target(rest, None).unwrap(),
+            "http://127.0.0.1:1/base/"
+        );
+        assert_eq!(
+            route.upstream_target(rest, Some("a=1")).unwrap(),
+            "http://127.0.0.1:1/base/?a=1"
+        );
         let (route, rest) = gw.route("/other").unwrap();
         assert_eq!(&*route.name, "r");
         assert_eq!(route.upstream_uri(rest, None), "http://h:2/other");

@@ -37,6 +37,11 @@ use tower_service::Service;
 const MAX_IDLE: usize = 256;
 /// How long an idle connection is kept before it is closed.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
+/// Requests are written from one flat buffer (hyper's `writev(false)`: copying a small MCP
+/// message once is cheaper than a vectored write of head and body). That buffer keeps the
+/// capacity it grew to, so a connection that sent a larger body is closed after its response
+/// rather than kept idle holding it.
+const MAX_KEPT_BODY: u64 = 64 * 1024;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -76,6 +81,8 @@ struct Idle {
 pub struct Lease {
     sender: SendRequest<Full<Bytes>>,
     upstream: Upstream,
+    /// False once the connection sent a body over [`MAX_KEPT_BODY`].
+    keep: bool,
 }
 
 impl Lease {
@@ -85,7 +92,7 @@ impl Lease {
         let Kind::Plain(plain) = &self.upstream.inner.kind else {
             return;
         };
-        if self.sender.is_closed() {
+        if !self.keep || self.sender.is_closed() {
             return;
         }
         let now = Instant::now();
@@ -195,6 +202,9 @@ impl Upstream {
         request: Request<Full<Bytes>>,
     ) -> Result<(Response<Incoming>, Lease), GatewayError> {
         let (mut parts, body) = request.into_parts();
+        let keep = http_body::Body::size_hint(&body)
+            .exact()
+            .is_some_and(|len| len <= MAX_KEPT_BODY);
         let path = parts
             .uri
             .path_and_query()
@@ -221,6 +231,7 @@ impl Upstream {
                     let lease = Lease {
                         sender,
                         upstream: self.clone(),
+                        keep,
                     };
                     return Ok((response, lease));
                 }
@@ -267,6 +278,7 @@ impl Plain {
             .await
             .map_err(|e| classify(true, e.into()))?;
         let (sender, connection) = hyper::client::conn::http1::Builder::new()
+            .writev(false)
             .handshake(io)
             .await
             .map_err(|e| classify(true, e.into()))?;
