@@ -24,8 +24,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+/// The same allocator as the gateway.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc: per-thread free lists suit thread-per-core workers; measured in BENCHMARKS.md.
+/// jemalloc: per-thread caches suit thread-per-core workers, and large bodies are reused
+/// rather than mapped per request. Against glibc malloc and mimalloc in BENCHMARKS.md.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[derive(Parser)]
 #[command(

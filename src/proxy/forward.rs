@@ -173,8 +173,14 @@ enum WholeError {
 }
 
 /// Reads a body whole, at most `limit` bytes. A body that arrives in one frame (small MCP
-/// messages almost always do) is returned as that frame, without a copy.
+/// messages almost always do) is returned as that frame, without a copy; one in several frames
+/// is joined into a buffer sized once from its declared length (no regrowth copies).
 async fn read_whole(mut body: Incoming, limit: u64) -> Result<Bytes, WholeError> {
+    let declared = body.size_hint().exact();
+    if declared.is_some_and(|len| len > limit) {
+        return Err(WholeError::TooLarge);
+    }
+    let declared = declared.and_then(|len| usize::try_from(len).ok());
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut total = 0usize;
     let mut single: Option<Bytes> = None;
@@ -190,7 +196,7 @@ async fn read_whole(mut body: Incoming, limit: u64) -> Result<Bytes, WholeError>
         if let Some(buf) = joined.as_mut() {
             buf.extend_from_slice(&data);
         } else if let Some(head) = single.take() {
-            let mut buf = bytes::BytesMut::with_capacity(total);
+            let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).max(total));
             buf.extend_from_slice(&head);
             buf.extend_from_slice(&data);
             joined = Some(buf);
