@@ -455,3 +455,46 @@ async fn shutdown_lets_an_in_flight_request_finish() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn shutdown_closes_idle_keep_alive_connections_without_waiting_for_the_grace_period() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let upstream = MockUpstream::start(|_| {
+        full(
+            StatusCode::OK,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":"call-1","result":{}}"#,
+        )
+    })
+    .await;
+    // A grace period far longer than the liveness bounds below: only draining can end it.
+    let gw = gateway(&config_for(
+        &upstream.url("/mcp"),
+        "timeouts: { shutdown_grace: 600s }",
+    ))
+    .await;
+    let mut conn = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\naccept: application/json\r\ncontent-length: {}\r\n\r\n{CALL}",
+        CALL.len()
+    );
+    conn.write_all(request.as_bytes()).await.unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("\"result\"") {
+        let n = conn.read(&mut buf).await.unwrap();
+        assert!(n > 0, "closed before the response");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    // The connection is now idle and kept alive; shutdown must close it and finish.
+    let shutdown = tokio::spawn(gw.shutdown());
+    let n = tokio::time::timeout(Duration::from_secs(30), conn.read(&mut buf))
+        .await
+        .expect("the idle connection was closed by the drain")
+        .unwrap();
+    assert_eq!(n, 0, "expected end of stream");
+    tokio::time::timeout(Duration::from_secs(30), shutdown)
+        .await
+        .expect("shutdown finished once the idle connection closed")
+        .unwrap();
+}

@@ -1,8 +1,10 @@
 //! The reverse proxy: the route table, the per-request pipeline ([`forward`]), response
 //! bodies ([`body`]), header rules ([`headers`]), upstream clients ([`upstream`]), per-route
-//! request metrics ([`request_metrics`]) and the accept loop ([`server`]).
+//! request metrics ([`request_metrics`]), the accept loop ([`server`]) and connection draining
+//! at shutdown ([`drain`]).
 
 pub mod body;
+pub mod drain;
 pub mod forward;
 pub mod headers;
 pub mod request_metrics;

@@ -13,13 +13,13 @@
 //! in-flight requests finish for up to `timeouts.shutdown_grace`, then returns (each worker's
 //! runtime drops whatever is left).
 
+use super::drain::Drain;
 use super::forward::{self, ClientConn};
 use super::Gateway;
 use crate::Shutdown;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::{GracefulShutdown, Watcher};
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -97,7 +97,7 @@ pub async fn serve(
         .header_read_timeout(timeouts.client_header);
     let http1 = builder.clone().http1_only();
     let http2 = builder.clone().http2_only();
-    let graceful = GracefulShutdown::new();
+    let drain = Drain::new();
     // Bounding connections by permits (shared by all workers) makes excess clients wait in
     // the kernel's accept queue instead of costing memory here.
     let scheme = if tls.is_some() { "https" } else { "http" };
@@ -123,7 +123,7 @@ pub async fn serve(
             () = shutdown.wait() => break,
         };
         let _ = stream.set_nodelay(true);
-        let watcher = graceful.watcher();
+        let drain = drain.clone();
         let (plain, http1, http2) = (plain.clone(), http1.clone(), http2.clone());
         let gateway = gateway.clone();
         let tls = tls.clone();
@@ -133,7 +133,7 @@ pub async fn serve(
             let _permit = permit;
             match tls {
                 None => {
-                    serve_connection(stream, Protocol::Plain(plain), gateway, conn, watcher).await
+                    serve_connection(stream, Protocol::Plain(plain), gateway, conn, drain).await
                 }
                 Some(acceptor) => {
                     match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
@@ -141,7 +141,7 @@ pub async fn serve(
                             let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
                             let builder = if h2 { http2 } else { http1 };
                             let protocol = Protocol::Negotiated(builder);
-                            serve_connection(stream, protocol, gateway, conn, watcher).await
+                            serve_connection(stream, protocol, gateway, conn, drain).await
                         }
                         Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed."),
                         Err(_) => tracing::debug!(%peer, "TLS handshake timed out."),
@@ -151,9 +151,9 @@ pub async fn serve(
         });
     }
     drop(listener);
-    tracing::info!(connections = graceful.count(), "Listener closed; draining.");
+    tracing::info!(connections = drain.count(), "Listener closed; draining.");
     tokio::select! {
-        () = graceful.shutdown() => tracing::info!("All connections drained."),
+        () = drain.drain() => tracing::info!("All connections drained."),
         () = tokio::time::sleep(timeouts.shutdown_grace) => {
             tracing::warn!("Shutdown grace period over; cutting remaining connections.");
         }
@@ -173,7 +173,7 @@ async fn serve_connection<I>(
     protocol: Protocol,
     gateway: Arc<Gateway>,
     conn: ClientConn,
-    watcher: Watcher,
+    drain: Drain,
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
@@ -183,12 +183,12 @@ async fn serve_connection<I>(
         async move { Ok::<_, Infallible>(forward::handle(gateway, conn, request).await) }
     });
     let ended: Result<(), Box<dyn std::error::Error + Send + Sync>> = match protocol {
-        Protocol::Plain(builder) => watcher
+        Protocol::Plain(builder) => drain
             .watch(builder.serve_connection(TokioIo::new(io), service))
             .await
             .map_err(Into::into),
         Protocol::Negotiated(builder) => {
-            watcher
+            drain
                 .watch(
                     builder
                         .serve_connection(TokioIo::new(io), service)
