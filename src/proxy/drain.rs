@@ -173,7 +173,7 @@ mod tests {
 
     impl Future for Conn {
         type Output = ();
-        fn poll(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
             self.polls.fetch_add(1, Ordering::SeqCst);
             if self.asked {
                 Poll::Ready(())
