@@ -498,3 +498,89 @@ async fn shutdown_closes_idle_keep_alive_connections_without_waiting_for_the_gra
         .expect("shutdown finished once the idle connection closed")
         .unwrap();
 }
+
+/// An upstream on raw TCP that answers every request with a JSON head and `first` of the
+/// body at once, and the rest (`rest`) after `pause` (never, when `pause` is `None`).
+async fn slow_body_upstream(
+    first: &'static str,
+    rest: &'static str,
+    pause: Option<Duration>,
+) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut seen = Vec::new();
+                let mut buf = [0u8; 4096];
+                // The gateway's request: head and (small) body arrive together.
+                while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => seen.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let head = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{first}",
+                    first.len() + rest.len()
+                );
+                let _ = s.write_all(head.as_bytes()).await;
+                match pause {
+                    Some(pause) => {
+                        tokio::time::sleep(pause).await;
+                        let _ = s.write_all(rest.as_bytes()).await;
+                        let _ = s.read(&mut buf).await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[tokio::test]
+async fn a_json_body_that_stalls_is_a_504_body_timeout() {
+    let addr = slow_body_upstream(r#"{"jsonrpc":"2.0","#, r#""id":17,"result":{}}"#, None).await;
+    let gw = gateway(&config_for(
+        &format!("http://{addr}/mcp"),
+        "timeouts: { upstream_first_byte: 10s, stream_idle: 300ms }",
+    ))
+    .await;
+    let (status, _, body) = send(rpc_post(
+        &format!("http://{}/mcp", gw.addr),
+        r#"{"jsonrpc":"2.0","id":17,"method":"ping"}"#,
+    ))
+    .await;
+    assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
+    let v = json(&body);
+    assert_eq!(v["id"], 17);
+    assert_eq!(v["error"]["data"]["reason"], "body_timeout");
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_body_gets_the_idle_timeout_not_what_is_left_of_the_first_byte_timeout() {
+    // The body's end comes well after the first-byte timeout would have fired, well within
+    // the idle timeout.
+    let addr = slow_body_upstream(
+        r#"{"jsonrpc":"2.0","#,
+        r#""id":17,"result":{}}"#,
+        Some(Duration::from_millis(1200)),
+    )
+    .await;
+    let gw = gateway(&config_for(
+        &format!("http://{addr}/mcp"),
+        "timeouts: { upstream_first_byte: 300ms, stream_idle: 20s }",
+    ))
+    .await;
+    let (status, _, body) = send(rpc_post(
+        &format!("http://{}/mcp", gw.addr),
+        r#"{"jsonrpc":"2.0","id":17,"method":"ping"}"#,
+    ))
+    .await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(json(&body)["id"], 17);
+    gw.shutdown().await;
+}
