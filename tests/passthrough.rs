@@ -91,6 +91,8 @@ async fn sse_events_reach_the_client_while_the_upstream_holds_the_next_one() {
     let upstream = MockUpstream::start(move |_| source.response()).await;
     let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
 
+    // The head arrives while the upstream has sent no event yet: the gateway takes an event
+    // already read along with the head, but never waits for one.
     let response = client()
         .request(rpc_post(&format!("http://{}/mcp", gw.addr), CALL))
         .await

@@ -77,7 +77,12 @@ pub struct Relay {
     /// This relay incremented the open-streams gauge and must decrement it on drop.
     counted_open: bool,
     metrics: RelayMetrics,
+    /// What [`Relay::prime`] already took from the upstream, handed out first.
+    ahead: Option<Option<Result<Frame<Bytes>, BoxError>>>,
 }
+
+/// What [`Relay::poll_relay`] hands out.
+type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
 
 impl Relay {
     /// `sse` = the largest event and the judge, for an event stream.
@@ -107,10 +112,29 @@ impl Relay {
             upstream_done: false,
             counted_open,
             metrics,
+            ahead: None,
         }
     }
 
-    fn fail(&mut self, error: RelayError) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    /// Takes what the upstream has already sent, without waiting for the upstream: one poll,
+    /// one turn for the upstream connection's task (which has usually read the first event
+    /// together with the response head, but hands body data over only once asked), one more
+    /// poll. What it got goes out first, so the response head and the first event reach the
+    /// client in one write instead of two.
+    pub async fn prime(&mut self) {
+        for attempt in 0..2 {
+            if attempt > 0 {
+                tokio::task::yield_now().await;
+            }
+            let polled = std::future::poll_fn(|cx| Poll::Ready(self.poll_relay(cx))).await;
+            if let Poll::Ready(frame) = polled {
+                self.ahead = Some(frame);
+                return;
+            }
+        }
+    }
+
+    fn fail(&mut self, error: RelayError) -> Polled {
         match &error {
             RelayError::Idle(_) => self.metrics.idle_timeouts.inc(),
             RelayError::Sse(_) | RelayError::Upstream(_) => self.metrics.body_errors.inc(),
@@ -121,7 +145,10 @@ impl Relay {
         Poll::Ready(Some(Err(Box::new(error))))
     }
 
-    fn poll_relay(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_relay(&mut self, cx: &mut Context<'_>) -> Polled {
+        if let Some(ahead) = self.ahead.take() {
+            return Poll::Ready(ahead);
+        }
         loop {
             if let Some(decoder) = &mut self.sse {
                 match decoder.next_event() {
@@ -201,9 +228,10 @@ impl Body for ResponseBody {
     fn is_end_stream(&self) -> bool {
         match self {
             ResponseBody::Full(data) => data.is_none(),
-            ResponseBody::Relay(relay) => match &relay.sse {
-                Some(decoder) => relay.upstream_done && decoder.buffered() == 0,
-                None => relay.upstream_done || relay.inner.is_end_stream(),
+            ResponseBody::Relay(relay) => match (&relay.ahead, &relay.sse) {
+                (Some(ahead), _) => ahead.is_none(),
+                (None, Some(decoder)) => relay.upstream_done && decoder.buffered() == 0,
+                (None, None) => relay.upstream_done || relay.inner.is_end_stream(),
             },
         }
     }
@@ -212,7 +240,9 @@ impl Body for ResponseBody {
         match self {
             ResponseBody::Full(Some(d)) => SizeHint::with_exact(d.len() as u64),
             ResponseBody::Full(None) => SizeHint::with_exact(0),
-            ResponseBody::Relay(relay) if relay.sse.is_none() => relay.inner.size_hint(),
+            ResponseBody::Relay(relay) if relay.sse.is_none() && relay.ahead.is_none() => {
+                relay.inner.size_hint()
+            }
             ResponseBody::Relay(_) => SizeHint::default(),
         }
     }

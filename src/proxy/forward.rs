@@ -251,13 +251,15 @@ async fn relay_response(
             ServerChannel::Http(route.upstream.clone()),
             Some(route.endpoint_map()),
         );
-        ResponseBody::Relay(Box::new(Relay::new(
+        let mut relay = Box::new(Relay::new(
             body,
             lease,
             idle,
             Some((max_event, judge)),
             metrics,
-        )))
+        ));
+        relay.prime().await;
+        ResponseBody::Relay(relay)
     } else {
         ResponseBody::Relay(Box::new(Relay::new(body, lease, idle, None, metrics)))
     };
