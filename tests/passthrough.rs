@@ -297,11 +297,7 @@ async fn upstream_stalled_is_a_504_carrying_the_request_id() {
         "timeouts: { upstream_first_byte: 300ms }",
     );
     let gw = gateway(&cfg).await;
-    let (status, _, body) = send(rpc_post(
-        &format!("http://{}/mcp", gw.addr),
-        r#"{"jsonrpc":"2.0","id":17,"method":"ping"}"#,
-    ))
-    .await;
+    let (status, body) = ping_17(&gw).await;
     assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
     let v = json(&body);
     assert_eq!(v["id"], 17);
@@ -550,11 +546,7 @@ async fn a_json_body_that_stalls_is_a_504_body_timeout() {
         "timeouts: { upstream_first_byte: 10s, stream_idle: 300ms }",
     ))
     .await;
-    let (status, _, body) = send(rpc_post(
-        &format!("http://{}/mcp", gw.addr),
-        r#"{"jsonrpc":"2.0","id":17,"method":"ping"}"#,
-    ))
-    .await;
+    let (status, body) = ping_17(&gw).await;
     assert_eq!(status, StatusCode::GATEWAY_TIMEOUT);
     let v = json(&body);
     assert_eq!(v["id"], 17);
@@ -577,12 +569,18 @@ async fn the_body_gets_the_idle_timeout_not_what_is_left_of_the_first_byte_timeo
         "timeouts: { upstream_first_byte: 300ms, stream_idle: 20s }",
     ))
     .await;
+    let (status, body) = ping_17(&gw).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    assert_eq!(json(&body)["id"], 17);
+    gw.shutdown().await;
+}
+
+/// Sends `ping` with id 17 through the gateway; the status and body it got back.
+async fn ping_17(gw: &TestGateway) -> (StatusCode, Bytes) {
     let (status, _, body) = send(rpc_post(
         &format!("http://{}/mcp", gw.addr),
         r#"{"jsonrpc":"2.0","id":17,"method":"ping"}"#,
     ))
     .await;
-    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
-    assert_eq!(json(&body)["id"], 17);
-    gw.shutdown().await;
+    (status, body)
 }
