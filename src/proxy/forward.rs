@@ -157,9 +157,6 @@ async fn exchange(
 
 /// Reads a request body up to `limit` bytes.
 async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, GatewayError> {
-    if body.size_hint().lower() > limit {
-        return Err(GatewayError::BodyTooLarge { limit });
-    }
     match read_whole(body, limit).await {
         Ok(bytes) => Ok(bytes),
         Err(WholeError::TooLarge) => Err(GatewayError::BodyTooLarge { limit }),
@@ -174,13 +171,14 @@ enum WholeError {
 
 /// Reads a body whole, at most `limit` bytes. A body that arrives in one frame (small MCP
 /// messages almost always do) is returned as that frame, without a copy; one in several frames
-/// is joined into a buffer sized once from its declared length (no regrowth copies).
+/// is joined into a buffer sized once from its declared length (no regrowth copies). A body
+/// declared longer than `limit` is refused before anything is read.
 async fn read_whole(mut body: Incoming, limit: u64) -> Result<Bytes, WholeError> {
-    let declared = body.size_hint().exact();
-    if declared.is_some_and(|len| len > limit) {
+    let hint = body.size_hint();
+    if hint.lower() > limit {
         return Err(WholeError::TooLarge);
     }
-    let declared = declared.and_then(|len| usize::try_from(len).ok());
+    let declared = hint.exact().and_then(|len| usize::try_from(len).ok());
     let limit = usize::try_from(limit).unwrap_or(usize::MAX);
     let mut total = 0usize;
     let mut single: Option<Bytes> = None;
