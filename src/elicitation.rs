@@ -14,7 +14,7 @@
 use serde_json::{Map, Value};
 
 /// JSON-RPC error code of the 2025-11-25 `URLElicitationRequiredError`.
-pub const URL_ELICITATION_REQUIRED: i64 = -32042;
+pub const URL_ELICITATION_REQUIRED: i64 = crate::mcp::jsonrpc::codes::URL_ELICITATION_REQUIRED;
 
 /// The `_meta` key that carries per-request client capabilities in 2026-07-28.
 pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
@@ -221,7 +221,8 @@ pub fn from_input_required(message: &Value) -> Vec<ElicitationView<'_>> {
 pub fn from_url_required_error(message: &Value) -> Vec<ElicitationView<'_>> {
     let error = message.get("error").unwrap_or(message);
     let rpc_id = message.get("id");
-    if error.get("code").and_then(Value::as_i64) != Some(URL_ELICITATION_REQUIRED) {
+    // Every spelling a client reads as -32042 (`-32042.0`, `-3.2042e4`, `"-32042"`).
+    if error.get("code").and_then(crate::mcp::jsonrpc::numeric_code) != Some(URL_ELICITATION_REQUIRED) {
         return Vec::new();
     }
     match error.get("data").and_then(|d| d.get("elicitations")) {

@@ -1,14 +1,13 @@
-//! The gateway's one error type and the one place that turns it into a wire response.
+//! The gateway's one failure type on the request path.
 //!
 //! Every failure on the request path is a [`GatewayError`]. Each variant knows who caused it
 //! ([`Fault`]), its bounded metric [`GatewayError::reason`], its HTTP status and its JSON-RPC
-//! code. [`GatewayError::into_response`] is the only function that builds an error response;
-//! client-facing messages never carry upstream internals or message content.
+//! error ([`GatewayError::error_object`], built from the one error type in
+//! [`crate::mcp::jsonrpc`]). `proxy::respond` is the only place that turns it into a
+//! response; client-facing messages never carry upstream internals or message content.
 
-use crate::proxy::body::ResponseBody;
-use bytes::Bytes;
-use http::{header, HeaderValue, Response, StatusCode};
-use serde_json::value::RawValue;
+use crate::mcp::jsonrpc::{codes, ErrorObject};
+use http::StatusCode;
 
 /// Who is at fault for an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,46 +95,24 @@ impl GatewayError {
     /// specification and must not be invented by intermediaries.
     pub fn jsonrpc_code(&self) -> i64 {
         match self {
-            Self::NoRoute | Self::BodyTooLarge { .. } | Self::ClientBody(_) => -32600,
+            Self::NoRoute | Self::BodyTooLarge { .. } | Self::ClientBody(_) => {
+                codes::INVALID_REQUEST
+            }
             Self::UpstreamConnect(_)
             | Self::UpstreamTimeout { .. }
             | Self::Upstream(_)
             | Self::ResponseTooLarge { .. }
             | Self::UpstreamBody
-            | Self::BadUpstreamRequest(_) => -32603,
+            | Self::BadUpstreamRequest(_) => codes::INTERNAL_ERROR,
         }
     }
 
-    /// The one error-to-response mapping: an HTTP status with a JSON-RPC error body carrying
-    /// the client's request id when it is known (`null` otherwise).
-    pub fn into_response(self, id: Option<&RawValue>) -> Response<ResponseBody> {
-        let body = jsonrpc_error_body(
-            id,
+    /// The JSON-RPC error a client receives for this failure.
+    pub fn error_object(&self) -> ErrorObject {
+        ErrorObject::gateway(
             self.jsonrpc_code(),
-            &self.to_string(),
-            &serde_json::json!({ "gateway": "elicitgate", "reason": self.reason() }),
-        );
-        let mut response = Response::new(ResponseBody::full(body));
-        *response.status_mut() = self.status();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        response
+            self.to_string(),
+            serde_json::json!({ "reason": self.reason() }),
+        )
     }
-}
-
-/// Serialises a JSON-RPC error object. `id` is echoed verbatim (it was parsed from the
-/// client's own message), or `null`.
-pub fn jsonrpc_error_body(
-    id: Option<&RawValue>,
-    code: i64,
-    message: &str,
-    data: &serde_json::Value,
-) -> Bytes {
-    let id = id.map(RawValue::get).unwrap_or("null");
-    let rest = serde_json::json!({ "code": code, "message": message, "data": data });
-    Bytes::from(format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{rest}}}"
-    ))
 }

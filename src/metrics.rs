@@ -53,6 +53,9 @@ pub struct Metrics {
     pub completions: IntCounterVec,
     /// The gateway's own answers to servers for blocked elicitations, by result.
     pub gateway_answers: IntCounterVec,
+    /// Messages not forwarded because they could not be read as a client reads them, by
+    /// route, direction (server, client) and reason.
+    pub refused_messages: IntCounterVec,
     /// Elicitations asked and not yet answered.
     pub pending_elicitations: IntGauge,
     /// Legacy sessions whose declared capabilities are remembered.
@@ -216,6 +219,11 @@ impl Metrics {
                 "completions_total",
                 "URL-mode completion notifications, by route and result (forwarded, dropped).",
                 &["route", "result"],
+            ),
+            refused_messages: f.counter(
+                "refused_messages_total",
+                "Messages not forwarded because the gateway could not read them as a client would (content coding, charset, JSON, JSON-RPC shape, SSE event type), by route, direction and reason.",
+                &["route", "direction", "reason"],
             ),
             gateway_answers: f.counter(
                 "gateway_answers_total",

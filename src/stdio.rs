@@ -11,14 +11,15 @@
 //! dropped). Standard output carries only protocol lines: audit events that would go to stdout
 //! go to stderr.
 
-use crate::enforce::judge::{ServerChannel, ServerVerdict};
+use crate::enforce::judge::{AnswerServer, Judged, ServerChannel, ServerVerdict};
+use crate::enforce::record::Recorder;
+use crate::mcp::jsonrpc::{canonical_raw_id, codes, ErrorObject};
 use crate::enforce::{ClientVerdict, Enforcer, Exchange, STDIO_SESSION};
 use crate::mcp::jsonrpc::{Envelope, Kind};
 use crate::settings::Settings;
 use anyhow::Context;
 use bytes::Bytes;
 use http::Method;
-use serde_json::Value;
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -71,6 +72,17 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
                 Line::Message(line)
             });
         }
+    }
+}
+
+/// The gateway's own answers to the server go to its stdin. Weak, so that the client side
+/// alone keeps the child's stdin open (client EOF must reach the child).
+struct StdioAnswer(mpsc::WeakUnboundedSender<Bytes>);
+
+impl AnswerServer for StdioAnswer {
+    fn answer(&self, ex: &Exchange, body: Bytes, recorder: &Recorder) {
+        let ok = self.0.upgrade().is_some_and(|tx| tx.send(body).is_ok());
+        recorder.gateway_answer(&ex.route_name, ok);
     }
 }
 
@@ -141,7 +153,7 @@ pub async fn run(
         in_flight,
         BufReader::new(child_stdout),
         max_server_line,
-        ServerChannel::Stdio(to_child.downgrade()),
+        Arc::new(StdioAnswer(to_child.downgrade())) as ServerChannel,
         to_client,
     ));
     drop(to_child);
@@ -235,12 +247,12 @@ async fn pump_client(
                     limit = max_line,
                     "Refused an over-long line from the client."
                 );
-                let error = crate::error::jsonrpc_error_body(
-                    None,
-                    -32600,
+                let error = ErrorObject::gateway(
+                    codes::INVALID_REQUEST,
                     "message exceeds the gateway's size limit",
-                    &serde_json::json!({"gateway": "elicitgate", "reason": "body_too_large"}),
-                );
+                    serde_json::json!({"reason": "body_too_large"}),
+                )
+                .response(None::<&serde_json::value::RawValue>);
                 let _ = to_client.send(error);
                 continue;
             }
@@ -265,7 +277,7 @@ async fn pump_client(
         };
         if ex.kind == Kind::Request {
             if let Some(id) = &ex.request_id {
-                let key = id.get().to_owned();
+                let key = canonical_raw_id(id);
                 if let Ok(mut map) = in_flight.lock() {
                     // Bounded: a client cannot grow this past the pending limit.
                     if map.len() < 100_000 {
@@ -307,17 +319,12 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
         // A response ends its request; it is judged with that request's facts.
         let request = match (&envelope.kind, &envelope.id) {
             (Kind::Response, Some(id)) => {
-                in_flight.lock().ok().and_then(|mut m| m.remove(id.get()))
+                in_flight
+                    .lock()
+                    .ok()
+                    .and_then(|mut m| m.remove(&canonical_raw_id(id)))
             }
             _ => None,
-        };
-        if !crate::enforce::prescan::may_carry_elicitation(&line) {
-            let _ = to_client.send(line);
-            continue;
-        }
-        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
-            tracing::warn!("Dropped a server line that mentions elicitation but is not JSON.");
-            continue;
         };
         let ex = request.unwrap_or_else(|| {
             // A server request or notification: tied to the session, and associated only when
@@ -327,13 +334,21 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
             ex.session = Some(Arc::from(STDIO_SESSION));
             ex
         });
-        match enforcer.judge_server_message(&ex, &message, &channel) {
-            ServerVerdict::Keep => {
+        match enforcer.judge_server_text(&ex, &line, &channel) {
+            Judged::Plain | Judged::Read(_, ServerVerdict::Keep) => {
                 let _ = to_client.send(line);
             }
-            ServerVerdict::Drop => {}
-            ServerVerdict::Replace(v) => {
+            Judged::Read(_, ServerVerdict::Drop) => {}
+            Judged::Read(_, ServerVerdict::Replace(v)) => {
                 let _ = to_client.send(Bytes::from(v.to_string()));
+            }
+            Judged::Read(_, ServerVerdict::Refuse(reason)) => {
+                // The response to an in-flight request the client would otherwise wait for
+                // forever: the blocked-content error for its id instead.
+                if let (Kind::Response, Some(id)) = (envelope.kind, ex.request_id.as_deref()) {
+                    let error = ErrorObject::blocked(["request.malformed"]).with_reason(reason);
+                    let _ = to_client.send(error.response(Some(id)));
+                }
             }
         }
     }

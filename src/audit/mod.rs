@@ -42,6 +42,10 @@ pub enum EventKind {
     PolicyLoaded,
     #[serde(rename = "policy.reload_failed")]
     PolicyReloadFailed,
+    /// A message the gateway could not read as a client would (coding, charset, JSON, shape,
+    /// event type) and therefore did not forward.
+    #[serde(rename = "message.refused")]
+    Refused,
 }
 
 /// A schema property as audited: its name (scrubbed) and type, never its values.
@@ -113,6 +117,12 @@ pub struct AuditEvent {
     /// Only when the policy sets `audit.include_message`, and then scrubbed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Which side sent a refused message (`server`, `client`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<&'static str>,
+    /// Why a message was refused: a bounded label (`json.number`, `transport.coding`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<&'static str>,
     /// Free-form reason for policy events (error counts, never file contents).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,

@@ -2,45 +2,61 @@
 //!
 //! Owns the three carriers as they arrive from a server: a legacy `elicitation/create`
 //! request (on a POST's SSE stream or the GET stream), an `input_required` result (JSON body or
-//! the final SSE event; tasks `tasks/get` too), a `-32042` error; plus
+//! an SSE event; tasks `tasks/get` too), a `-32042` error; plus
 //! `notifications/elicitation/complete`. A blocked legacy request is removed from the stream
-//! and the gateway answers the server itself; a blocked result or error is replaced by a
-//! JSON-RPC error for the client's request id that names the rules and nothing of the blocked
-//! content.
+//! and the gateway answers the server itself (through [`AnswerServer`], which the transports
+//! implement); a blocked result or error is replaced by a JSON-RPC error for the client's
+//! request id that names the rules and nothing of the blocked content.
+//!
+//! Every server message text enters through [`Enforcer::judge_server_text`], whatever carried
+//! it (SSE event, JSON body, stdio line): byte pre-scan, strict read
+//! ([`crate::mcp::message::read`]), exactly one JSON-RPC shape, judgment. A text that names an
+//! elicitation carrier but cannot be read that way is [`ServerVerdict::Refuse`]d (fail closed).
 
 use super::state::{Asked, AskedEntry, Pending, PendingKey, SessionKey};
-use super::{Enforcer, Exchange, POLICY_BLOCKED_CODE};
-use crate::elicitation::{self, Carrier, ClientCaps, ElicitationView, Mode, ModeField};
-use crate::inspect::{self, AskedElicitation, InspectContext, RuleId, UnknownAnswer, Verdict};
+use super::{Enforcer, Exchange};
+use crate::elicitation::{self, ClientCaps, ElicitationView, Mode, ModeField};
+use crate::inspect::{self, AskedElicitation, Era, InspectContext, RuleId, UnknownAnswer, Verdict};
+use crate::mcp::jsonrpc::{self, canonical_id, codes, ErrorObject, Shape};
+use crate::mcp::message::{self, Unreadable};
 use crate::mcp::sse::{encode_event, SseFields};
 use crate::policy::{OnBlock, Policy};
-use crate::proxy::upstream::Upstream;
-use crate::proxy::EndpointMap;
 use bytes::Bytes;
-use http::{HeaderMap, Request};
-use http_body_util::{BodyExt, Full};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 /// What to do with one server message.
+#[derive(Debug)]
 pub enum ServerVerdict {
     Keep,
     /// Remove it (a blocked legacy elicitation, or a completion for an unknown id).
     Drop,
     /// Replace it with this message.
     Replace(Value),
+    /// It names an elicitation carrier but cannot be read as a client would read it: not
+    /// forwarded; the reason is a bounded label.
+    Refuse(&'static str),
 }
 
-/// How the gateway reaches the server to answer a blocked elicitation itself.
-#[derive(Clone)]
-pub enum ServerChannel {
-    /// POST to the upstream, in the client's session.
-    Http(Upstream),
-    /// Write a line to the server process's stdin. Weak, so that the client side alone keeps
-    /// the child's stdin open (client EOF must reach the child).
-    Stdio(tokio::sync::mpsc::WeakUnboundedSender<Bytes>),
+/// How the gateway answers a server itself (for a blocked legacy elicitation): a POST in the
+/// client's session, or a line on the server's stdin. Implemented by the transports, so that
+/// enforcement decides and never does I/O itself.
+pub trait AnswerServer: Send + Sync {
+    /// Sends `body` (a JSON-RPC response) to the server on behalf of `ex`'s client; reports
+    /// whether it was taken through `recorder`.
+    fn answer(&self, ex: &Exchange, body: Bytes, recorder: &super::record::Recorder);
+}
+
+/// The answering side of one exchange.
+pub type ServerChannel = Arc<dyn AnswerServer>;
+
+/// Maps the URI a 2024-11-05 HTTP+SSE server announces in its `endpoint` event to the gateway
+/// path a client must use instead, and the upstream URI it stands for (implemented by the
+/// route table).
+pub trait EndpointRewrite: Send + Sync {
+    fn map(&self, announced: &str) -> Option<(String, String)>;
 }
 
 /// Judges the events of one SSE response; owned by the relay of that response.
@@ -49,13 +65,17 @@ pub struct StreamJudge {
     pub exchange: Exchange,
     pub channel: ServerChannel,
     /// Rewrites the HTTP+SSE transport's `endpoint` event to a gateway path.
-    pub endpoints: Option<EndpointMap>,
+    pub endpoints: Option<Box<dyn EndpointRewrite>>,
     /// Legacy elicitations this stream forwarded. Those still unanswered when the stream
     /// carries the final response are forgotten: their request is over, a late answer is
     /// `response.unknown`. (A stream that closes early — resumable servers poll — keeps them
     /// until their TTL.)
     forwarded: Vec<PendingKey>,
+    /// The response to the client's request went out (kept or replaced).
     request_done: bool,
+    /// Why an event was refused: if the stream ends without the response, the client gets
+    /// the blocked-content error for its request id instead of waiting forever.
+    refused: Option<&'static str>,
 }
 
 impl StreamJudge {
@@ -63,7 +83,7 @@ impl StreamJudge {
         enforcer: Arc<Enforcer>,
         exchange: Exchange,
         channel: ServerChannel,
-        endpoints: Option<EndpointMap>,
+        endpoints: Option<Box<dyn EndpointRewrite>>,
     ) -> Self {
         Self {
             enforcer,
@@ -72,74 +92,115 @@ impl StreamJudge {
             endpoints,
             forwarded: Vec::new(),
             request_done: false,
+            refused: None,
         }
     }
-}
 
-impl StreamJudge {
     /// The bytes to forward for one raw event, or `None` to forward nothing.
     pub fn judge_event(&mut self, raw: Bytes) -> Option<Bytes> {
         let fields = SseFields::parse(&raw);
-        if fields.event == Some(&b"endpoint"[..]) {
+        if fields.event == Some(&b"endpoint"[..]) && self.endpoints.is_some() {
             return self.rewrite_endpoint(&fields);
         }
         let Some(data) = fields.data.as_deref().filter(|d| !d.is_empty()) else {
             return Some(raw);
         };
-        if !self.forwarded.is_empty() && !self.request_done {
-            let envelope = crate::mcp::jsonrpc::Envelope::peek(data);
-            self.request_done = envelope.kind == crate::mcp::jsonrpc::Kind::Response
-                && envelope.id.as_deref().map(|i| i.get())
-                    == self.exchange.request_id.as_deref().map(|i| i.get());
-            if self.request_done {
-                self.enforcer.forget_pending(&self.forwarded);
-            }
-        }
-        if !super::prescan::may_carry_elicitation(data) {
-            return Some(raw);
-        }
-        let verdict = match serde_json::from_slice::<Value>(data) {
-            Ok(message) => {
-                let verdict =
-                    self.enforcer
-                        .judge_server_message(&self.exchange, &message, &self.channel);
-                if let (ServerVerdict::Keep, Some(elicitation::ELICITATION_CREATE), Some(id)) = (
-                    &verdict,
-                    message.get("method").and_then(Value::as_str),
-                    message.get("id"),
-                ) {
-                    self.forwarded.push(PendingKey {
-                        route: self.exchange.route,
-                        session: self
-                            .exchange
-                            .session
-                            .clone()
-                            .unwrap_or_else(|| Arc::from("")),
-                        id: id.to_string(),
-                    });
-                }
-                verdict
-            }
-            // It names an elicitation but cannot be judged: fail closed.
-            Err(_) => {
-                tracing::warn!(route = %self.exchange.route_name, "Dropped an SSE event that mentions elicitation but is not JSON.");
-                ServerVerdict::Drop
-            }
-        };
         let id = fields.id.and_then(|i| std::str::from_utf8(i).ok());
+        if !fields.is_message() {
+            // Clients ignore other event types: nothing in them may be recorded as "what was
+            // asked" (a hidden decoy), and nothing a client ignores needs to reach it.
+            self.enforcer
+                .recorder
+                .refused(&self.exchange, "server", "sse.event_type");
+            return id_only(id);
+        }
+        let (message, verdict) =
+            match self.enforcer.judge_server_text(&self.exchange, data, &self.channel) {
+                Judged::Plain => {
+                    self.note_response(data);
+                    return Some(raw);
+                }
+                Judged::Read(message, verdict) => (message, verdict),
+            };
         match verdict {
-            ServerVerdict::Keep => Some(raw),
-            // Keep the event id so a client resuming with Last-Event-ID stays in step.
-            ServerVerdict::Drop => id.map(|id| Bytes::from(format!("id: {id}\n\n"))),
-            ServerVerdict::Replace(message) => {
-                let event = fields.event.and_then(|e| std::str::from_utf8(e).ok());
-                Some(encode_event(event, id, &message.to_string()))
+            ServerVerdict::Keep => {
+                if let (Some(elicitation::ELICITATION_CREATE), Some(id)) =
+                    (message.get("method").and_then(Value::as_str), message.get("id"))
+                {
+                    self.forwarded.push(self.enforcer.pending_key(&self.exchange, id));
+                }
+                self.note_response_value(&message);
+                Some(raw)
+            }
+            ServerVerdict::Drop => id_only(id),
+            ServerVerdict::Replace(replacement) => {
+                self.note_response_value(&replacement);
+                Some(encode_event(None, id, &replacement.to_string()))
+            }
+            ServerVerdict::Refuse(reason) => {
+                self.refused = Some(reason);
+                id_only(id)
             }
         }
     }
-}
 
-impl StreamJudge {
+    /// The end of the upstream stream. `tail` is what followed the last complete event: a
+    /// client may still dispatch it (Python's does when it ends in a lone CR), so it is judged
+    /// as an event. If an event was refused and the response never came, the client gets the
+    /// blocked-content error for its request id now.
+    pub fn finish(&mut self, tail: Option<Bytes>) -> Option<Bytes> {
+        let mut out = bytes::BytesMut::new();
+        if let Some(tail) = tail {
+            if let Some(judged) = self.judge_event(tail) {
+                out.extend_from_slice(&judged);
+            }
+        }
+        if let (Some(reason), false) = (self.refused, self.request_done) {
+            if let Some(id) = self.exchange.request_id.as_deref() {
+                let error =
+                    ErrorObject::blocked([RuleId::RequestMalformed.as_str()]).with_reason(reason);
+                let body = error.response(Some(id));
+                if !out.is_empty() && !out.ends_with(b"\n\n") {
+                    out.extend_from_slice(b"\n\n");
+                }
+                out.extend_from_slice(&encode_event(None, None, &String::from_utf8_lossy(&body)));
+                self.request_done = true;
+            }
+        }
+        (!out.is_empty()).then(|| out.freeze())
+    }
+
+    /// Notes whether a forwarded text is the response to the client's request.
+    fn note_response(&mut self, data: &[u8]) {
+        if self.request_done || self.exchange.request_id.is_none() {
+            return;
+        }
+        let envelope = crate::mcp::jsonrpc::Envelope::peek(data);
+        if envelope.kind == crate::mcp::jsonrpc::Kind::Response {
+            let theirs = envelope.id.as_deref().map(jsonrpc::canonical_raw_id);
+            self.mark_done_if(theirs);
+        }
+    }
+
+    fn note_response_value(&mut self, message: &Value) {
+        if self.request_done || self.exchange.request_id.is_none() {
+            return;
+        }
+        if matches!(jsonrpc::classify(message), Shape::Result | Shape::Error) {
+            self.mark_done_if(message.get("id").map(canonical_id));
+        }
+    }
+
+    fn mark_done_if(&mut self, theirs: Option<String>) {
+        let ours = self.exchange.request_id.as_deref().map(jsonrpc::canonical_raw_id);
+        if theirs.is_some() && theirs == ours {
+            self.request_done = true;
+            if !self.forwarded.is_empty() {
+                self.enforcer.forget_pending(&self.forwarded);
+            }
+        }
+    }
+
     /// The 2024-11-05 HTTP+SSE transport announces where the client must POST. The client is
     /// pointed at the gateway instead, this stream learns its session (every server message of
     /// that transport, elicitations included, travels on it), and the gateway's own answers go
@@ -162,7 +223,6 @@ impl StreamJudge {
                 .find(|(k, _)| k == "sessionId" || k == "session_id")
                 .map(|(_, v)| Arc::<str>::from(v.as_ref()))
         });
-        self.exchange.session = session;
         match upstream_uri.parse() {
             Ok(uri) => self.exchange.upstream_uri = uri,
             Err(_) => {
@@ -170,10 +230,30 @@ impl StreamJudge {
                 return None;
             }
         }
+        // The server created this session: it is the one an `initialize` may declare
+        // capabilities for (a forged `?sessionId=` names none).
+        if let Some(session) = &session {
+            self.enforcer.announce_session(self.exchange.route, session);
+        }
+        self.exchange.session = session;
         self.exchange.associated = true;
         let id = fields.id.and_then(|i| std::str::from_utf8(i).ok());
         Some(encode_event(Some("endpoint"), id, &gateway_uri))
     }
+}
+
+/// An event that keeps only its `id` (so a client resuming with `Last-Event-ID` stays in
+/// step), or nothing.
+fn id_only(id: Option<&str>) -> Option<Bytes> {
+    id.map(|id| Bytes::from(format!("id: {id}\n\n")))
+}
+
+/// What [`Enforcer::judge_server_text`] found.
+pub enum Judged {
+    /// The pre-scan proved it carries no elicitation: forward as is, unparsed.
+    Plain,
+    /// Read and judged.
+    Read(Value, ServerVerdict),
 }
 
 impl Enforcer {
@@ -188,59 +268,92 @@ impl Enforcer {
             .pending(state.pending_count(), state.sessions.len());
     }
 
-    /// Judges a whole JSON response body; returns the body to send.
-    pub fn judge_json_body(&self, ex: &Exchange, body: Bytes, channel: &ServerChannel) -> Bytes {
-        if !super::prescan::may_carry_elicitation(&body) {
-            return body;
-        }
-        let Ok(message) = serde_json::from_slice::<Value>(&body) else {
-            return body;
-        };
-        match self.judge_server_message(ex, &message, channel) {
-            ServerVerdict::Keep => body,
-            ServerVerdict::Replace(v) => Bytes::from(v.to_string()),
-            ServerVerdict::Drop => Bytes::from(
-                blocked_error(message.get("id"), &[RuleId::RequestMalformed]).to_string(),
-            ),
+    /// The key a legacy elicitation with JSON-RPC `id` is pending under for `ex`'s session.
+    pub fn pending_key(&self, ex: &Exchange, id: &Value) -> PendingKey {
+        PendingKey {
+            route: ex.route,
+            session: ex.session.clone().unwrap_or_else(|| Arc::from("")),
+            id: canonical_id(id),
         }
     }
 
-    /// Judges one message from the server.
+    /// The one entry for a server message text, whatever carried it: byte pre-scan, strict
+    /// read, one shape, judgment. Refusals are recorded here.
+    pub fn judge_server_text(&self, ex: &Exchange, text: &[u8], channel: &ServerChannel) -> Judged {
+        if !super::prescan::may_carry_elicitation(text) {
+            return Judged::Plain;
+        }
+        let (message, verdict) = match message::read(text) {
+            Ok((message, _)) if message.is_array() => {
+                // Batches (2025-03-26 only) are not judged element by element: one that
+                // mentions an elicitation carrier is refused whole.
+                (message, ServerVerdict::Refuse("jsonrpc.batch"))
+            }
+            Ok((message, _)) => {
+                let verdict = self.judge_server_message(ex, &message, channel);
+                (message, verdict)
+            }
+            Err(why) => (Value::Null, ServerVerdict::Refuse(why.reason())),
+        };
+        if let ServerVerdict::Refuse(reason) = verdict {
+            tracing::warn!(route = %ex.route_name, reason, "Refused a server message that names an elicitation carrier but cannot be read as a client reads it.");
+            self.recorder.refused(ex, "server", reason);
+        }
+        Judged::Read(message, verdict)
+    }
+
+    /// Judges a whole JSON response body to the client's request; returns the body to send.
+    /// What is refused or dropped becomes the blocked-content error for the client's own
+    /// request id (nothing of the server's message is echoed).
+    pub fn judge_json_body(&self, ex: &Exchange, body: Bytes, channel: &ServerChannel) -> Bytes {
+        match self.judge_server_text(ex, &body, channel) {
+            Judged::Plain | Judged::Read(_, ServerVerdict::Keep) => body,
+            Judged::Read(_, ServerVerdict::Replace(v)) => Bytes::from(v.to_string()),
+            Judged::Read(_, ServerVerdict::Drop) => blocked_response(ex, &[RuleId::RequestMalformed]),
+            Judged::Read(_, ServerVerdict::Refuse(reason)) => {
+                ErrorObject::blocked([RuleId::RequestMalformed.as_str()])
+                    .with_reason(reason)
+                    .response(ex.request_id.as_deref())
+            }
+        }
+    }
+
+    /// Judges one parsed message from the server, of exactly one JSON-RPC shape.
     pub fn judge_server_message(
         &self,
         ex: &Exchange,
         message: &Value,
         channel: &ServerChannel,
     ) -> ServerVerdict {
-        if message.is_array() {
-            // Batches (2025-03-26 only) are not judged element by element: one that carries an
-            // elicitation is removed whole.
-            tracing::warn!(route = %ex.route_name, "Dropped a JSON-RPC batch that mentions elicitation.");
-            return ServerVerdict::Drop;
-        }
-        match message.get("method").and_then(Value::as_str) {
-            Some(elicitation::ELICITATION_CREATE) => {
-                return self.judge_legacy(ex, message, channel)
+        match jsonrpc::classify(message) {
+            Shape::Invalid => ServerVerdict::Refuse(Unreadable::Envelope.reason()),
+            Shape::Request | Shape::Notification => {
+                match message.get("method").and_then(Value::as_str) {
+                    Some(elicitation::ELICITATION_CREATE) => self.judge_legacy(ex, message, channel),
+                    Some("notifications/elicitation/complete") => self.judge_completion(ex, message),
+                    _ => ServerVerdict::Keep,
+                }
             }
-            Some("notifications/elicitation/complete") => {
-                return self.judge_completion(ex, message)
+            Shape::Result => {
+                let result = &message["result"];
+                let carries = result.get("inputRequests").is_some()
+                    || result.pointer("/task/inputRequests").is_some()
+                    || result.get("resultType").and_then(Value::as_str) == Some("input_required");
+                if carries {
+                    self.judge_input_required(ex, message, result)
+                } else {
+                    ServerVerdict::Keep
+                }
             }
-            Some(_) => return ServerVerdict::Keep,
-            None => {}
-        }
-        if let Some(result) = message.get("result") {
-            if result.get("inputRequests").is_some()
-                || result.get("resultType").and_then(Value::as_str) == Some("input_required")
-            {
-                return self.judge_input_required(ex, message, result);
+            Shape::Error => {
+                let code = message.pointer("/error/code").and_then(jsonrpc::numeric_code);
+                if code == Some(codes::URL_ELICITATION_REQUIRED) {
+                    self.judge_url_required(ex, message)
+                } else {
+                    ServerVerdict::Keep
+                }
             }
         }
-        if let Some(code) = message.pointer("/error/code").and_then(Value::as_f64) {
-            if code == -32042.0 {
-                return self.judge_url_required(ex, message);
-            }
-        }
-        ServerVerdict::Keep
     }
 
     fn session_caps(&self, ex: &Exchange, now: Instant) -> ClientCaps {
@@ -257,7 +370,7 @@ impl Enforcer {
         state
             .sessions
             .get(&key, now)
-            .map(|s| s.caps)
+            .and_then(|s| s.caps)
             .unwrap_or_else(ClientCaps::none)
     }
 
@@ -308,10 +421,14 @@ impl Enforcer {
         };
         if verdict.is_deny() {
             let answer = match policy.on_block() {
-                OnBlock::Decline => json!({"jsonrpc":"2.0","id":id,"result":{"action":"decline"}}),
-                OnBlock::Error => blocked_error_with_code(Some(id), -32602, &verdict.denied_by),
+                OnBlock::Decline => Bytes::from(
+                    json!({"jsonrpc":"2.0","id":id,"result":{"action":"decline"}}).to_string(),
+                ),
+                OnBlock::Error => ErrorObject::blocked(verdict.denied_by.iter().map(|r| r.as_str()))
+                    .with_code(codes::INVALID_PARAMS)
+                    .response(Some(id)),
             };
-            answer_server(self, ex, channel, Bytes::from(answer.to_string()));
+            channel.answer(ex, answer, &self.recorder);
             return ServerVerdict::Drop;
         }
         let Some(asked) = AskedElicitation::from_view(&view) else {
@@ -328,12 +445,9 @@ impl Enforcer {
                 .url_ids
                 .insert((ex.route, scope.clone(), eid.clone()), false, now, ttl);
         }
+        let key = self.pending_key(ex, id);
         state.pending.insert(
-            PendingKey {
-                route: ex.route,
-                session: ex.session.clone().unwrap_or_else(|| Arc::from("")),
-                id: id.to_string(),
-            },
+            key,
             Pending {
                 asked,
                 asked_at: now,
@@ -411,7 +525,7 @@ impl Enforcer {
         if !denied.is_empty() {
             denied.sort_by_key(|r| r.as_str());
             denied.dedup();
-            return ServerVerdict::Replace(blocked_error(message.get("id"), &denied));
+            return ServerVerdict::Replace(blocked_value(ex, message, &denied));
         }
         // Non-elicitation input requests (sampling, roots) are answered too; remember every
         // key so their answers are not mistaken for unknown ones.
@@ -458,7 +572,11 @@ impl Enforcer {
     fn judge_url_required(&self, ex: &Exchange, message: &Value) -> ServerVerdict {
         let now = Instant::now();
         let policy = self.policy(&ex.route_name);
-        let caps = self.session_caps(ex, now);
+        // A 2026-07-28 client declares its modes on each request; a legacy one per session.
+        let caps = match ex.era {
+            Era::Stateless2026 => ex.request_caps.unwrap_or_else(ClientCaps::none),
+            _ => self.session_caps(ex, now),
+        };
         let views = elicitation::from_url_required_error(message);
         let mut denied: Vec<RuleId> = Vec::new();
         let mut ids = Vec::new();
@@ -473,7 +591,7 @@ impl Enforcer {
         if !denied.is_empty() {
             denied.sort_by_key(|r| r.as_str());
             denied.dedup();
-            return ServerVerdict::Replace(blocked_error(message.get("id"), &denied));
+            return ServerVerdict::Replace(blocked_value(ex, message, &denied));
         }
         let mut state = self.state();
         for eid in ids {
@@ -495,80 +613,18 @@ fn mode_of(view: &ElicitationView<'_>) -> Mode {
     }
 }
 
-/// The error a client gets instead of a blocked result: its own request id, the rule ids,
-/// nothing of the blocked content.
-pub fn blocked_error(id: Option<&Value>, rules: &[RuleId]) -> Value {
-    blocked_error_with_code(id, POLICY_BLOCKED_CODE, rules)
+/// The error a client gets instead of a blocked result: its own request id (the carrying
+/// message's when the exchange has none), the rule ids, nothing of the blocked content.
+fn blocked_value(ex: &Exchange, message: &Value, rules: &[RuleId]) -> Value {
+    let error = ErrorObject::blocked(rules.iter().map(|r| r.as_str()));
+    match ex.request_id.as_deref() {
+        Some(id) => error.response_value(Some(id)),
+        None => error.response_value(message.get("id")),
+    }
 }
 
-fn blocked_error_with_code(id: Option<&Value>, code: i64, rules: &[RuleId]) -> Value {
-    let rules: Vec<&str> = rules.iter().map(|r| r.as_str()).collect();
-    json!({
-        "jsonrpc": "2.0",
-        "id": id.cloned().unwrap_or(Value::Null),
-        "error": {
-            "code": code,
-            "message": "Elicitation blocked by gateway policy",
-            "data": {"gateway": "elicitgate", "rules": rules}
-        }
-    })
+/// [`blocked_value`] for a body that could not be read at all: the client's request id only.
+pub fn blocked_response(ex: &Exchange, rules: &[RuleId]) -> Bytes {
+    ErrorObject::blocked(rules.iter().map(|r| r.as_str())).response(ex.request_id.as_deref())
 }
 
-/// A JSON-RPC error response the gateway sends to the server for `id`.
-pub fn error_response_body(id: &Value, code: i64, message: &str, verdict: &Verdict) -> Bytes {
-    let rules: Vec<&str> = verdict.denied_by.iter().map(|r| r.as_str()).collect();
-    Bytes::from(
-        json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "error": {"code": code, "message": message, "data": {"gateway": "elicitgate", "rules": rules}}
-        })
-        .to_string(),
-    )
-}
-
-/// Sends the gateway's own answer to the server: a line on its stdin, or a POST in the
-/// background.
-fn answer_server(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, body: Bytes) {
-    let upstream = match channel {
-        ServerChannel::Stdio(tx) => {
-            let ok = tx.upgrade().is_some_and(|tx| tx.send(body).is_ok());
-            enforcer.recorder.gateway_answer(&ex.route_name, ok);
-            return;
-        }
-        ServerChannel::Http(upstream) => upstream.clone(),
-    };
-    let uri = ex.upstream_uri.clone();
-    let headers: HeaderMap = ex.answer_headers.to_map();
-    let recorder = enforcer.recorder.clone();
-    let route = ex.route_name.clone();
-    tokio::spawn(async move {
-        let mut request = match Request::post(uri).body(Full::new(body)) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!(error = %e, "Could not build the gateway's answer.");
-                return;
-            }
-        };
-        *request.headers_mut() = headers;
-        let ok = match upstream.send(request).await {
-            Ok((response, lease)) => {
-                let status = response.status();
-                if response.into_body().collect().await.is_ok() {
-                    crate::proxy::upstream::release(lease);
-                }
-                status.is_success()
-            }
-            Err(e) => {
-                tracing::warn!(route = %route, error = %e, "The server did not take the gateway's answer.");
-                false
-            }
-        };
-        recorder.gateway_answer(&route, ok);
-    });
-}
-
-/// The carrier name of a view, for records.
-pub fn carrier_name(carrier: Carrier) -> &'static str {
-    carrier.as_str()
-}

@@ -20,12 +20,12 @@ pub mod table;
 
 use crate::elicitation::{self, ClientCaps};
 use crate::inspect::{self, Era, UnknownAnswer, Verdict};
-use crate::mcp::jsonrpc::{Envelope, Kind};
+use crate::mcp::jsonrpc::{canonical_id, codes, Envelope, ErrorObject, Kind};
+use crate::mcp::message;
 use crate::policy::{Policy, PolicySet};
-use crate::proxy::body::ResponseBody;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, Response, StatusCode};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use record::Recorder;
 use serde_json::value::RawValue;
 use serde_json::Value;
@@ -40,7 +40,7 @@ pub const STDIO_SESSION: &str = "stdio";
 
 /// JSON-RPC code the client receives when a 2026-07-28 result was blocked: an application
 /// code outside the ranges JSON-RPC and MCP reserve (-32768…-32000).
-pub const POLICY_BLOCKED_CODE: i64 = -31042;
+pub const POLICY_BLOCKED_CODE: i64 = codes::POLICY_BLOCKED;
 
 /// Everything known about one client request, for judging what comes back.
 pub struct Exchange {
@@ -67,6 +67,8 @@ pub struct Exchange {
     /// Where and with which headers the gateway itself answers the server.
     pub upstream_uri: http::Uri,
     pub answer_headers: AnswerHeaders,
+    /// A stdio exchange: one client, one session the gateway itself named.
+    pub stdio: bool,
 }
 
 /// The request headers the gateway repeats when it answers the server on the client's behalf
@@ -163,22 +165,11 @@ impl Exchange {
 }
 
 /// A refused client message: the JSON-RPC error the client gets, and the HTTP status it
-/// travels with (stdio ignores the status).
+/// travels with (stdio ignores the status). The transports turn it into a response or a line.
+#[derive(Debug)]
 pub struct Rejection {
     pub status: StatusCode,
     pub body: Bytes,
-}
-
-impl Rejection {
-    /// As an HTTP response.
-    pub fn into_response(self) -> Response<ResponseBody> {
-        let mut response = Response::new(ResponseBody::full(self.body));
-        *response.status_mut() = self.status;
-        response
-            .headers_mut()
-            .insert("content-type", HeaderValue::from_static("application/json"));
-        response
-    }
 }
 
 /// What to do with a client message.
@@ -300,6 +291,7 @@ impl Enforcer {
             task_id: None,
             upstream_uri,
             answer_headers,
+            stdio: false,
         }
     }
 
@@ -322,6 +314,7 @@ impl Enforcer {
             task_id: None,
             upstream_uri: http::Uri::default(),
             answer_headers: AnswerHeaders::default(),
+            stdio: true,
         }
     }
 
@@ -350,10 +343,11 @@ impl Enforcer {
         }
         if *method == Method::POST && ex.kind == Kind::Invalid {
             // Not one JSON-RPC message the gateway can read (bad JSON, a member given twice,
-            // neither `id` nor `method`): refused, not forwarded unread. A server that reads it
-            // differently (the last of two `method` members, say) would otherwise act on a
-            // message the gateway never judged.
-            return ClientVerdict::Reject(invalid_message_rejection());
+            // neither `id` nor `method`, a request and a response at once): refused, not
+            // forwarded unread. A server that reads it differently (the last of two `method`
+            // members, say) would otherwise act on a message the gateway never judged.
+            self.recorder.refused(ex, "client", "jsonrpc.shape");
+            return ClientVerdict::Reject(invalid_message_rejection(None, "jsonrpc.shape"));
         }
         if *method != Method::POST
             || !matches!(ex.kind, Kind::Request | Kind::Response | Kind::Notification)
@@ -371,8 +365,17 @@ impl Enforcer {
         {
             return ClientVerdict::Forward(body);
         }
-        let Ok(mut message) = serde_json::from_slice::<Value>(&body) else {
-            return ClientVerdict::Forward(body);
+        // Strict: what serde cannot read (`1e400`, nesting past the bound, a lone surrogate)
+        // a server's parser may still read, past the answer checks: refused.
+        let mut message = match message::parse(&body) {
+            Ok(message) => message,
+            Err(why) => {
+                self.recorder.refused(ex, "client", why.reason());
+                return ClientVerdict::Reject(invalid_message_rejection(
+                    ex.request_id.as_deref(),
+                    why.reason(),
+                ));
+            }
         };
         let policy = self.policy(&ex.route_name);
         if let Some(version) = message
@@ -409,10 +412,17 @@ impl Enforcer {
                 ex.init_caps = Some(ClientCaps::none());
             }
             rewritten |= shaping::shape_initialize(&mut message, &policy);
-            // Transports whose session is known before the answer (HTTP+SSE's `sessionId`,
-            // stdio) record it now; Streamable HTTP learns it from the response head.
+            // Transports whose session is known before the answer record it now: stdio (one
+            // client), and HTTP+SSE for a session its server announced and nobody declared yet.
+            // Streamable HTTP learns it from the response head. An `initialize` naming any
+            // other session declares nothing: capabilities belong to the session the server
+            // creates, never to an id a client chose.
             if let Some(session) = ex.session.clone() {
-                self.remember_session(ex, &session);
+                if ex.stdio {
+                    self.remember_session(ex, &session);
+                } else {
+                    self.declare_announced_session(ex, &session);
+                }
             }
         } else if ex.era == Era::Stateless2026 {
             ex.request_caps = Some(
@@ -432,11 +442,86 @@ impl Enforcer {
         }
     }
 
+    /// A client body that cannot be read as the server would read it (transport stage):
+    /// refused and recorded.
+    pub fn refuse_client(&self, ex: &Exchange, reason: &'static str) -> Rejection {
+        self.recorder.refused(ex, "client", reason);
+        let mut rejection = invalid_message_rejection(ex.request_id.as_deref(), reason);
+        rejection.status = StatusCode::UNSUPPORTED_MEDIA_TYPE;
+        rejection
+    }
+
+    /// An upstream response that cannot be read as a client would read it (transport stage):
+    /// refused and recorded. A request's client gets the blocked-content error for its own id
+    /// (HTTP 200, as for every blocked result, so every SDK surfaces the JSON-RPC error);
+    /// anything else a 502.
+    pub fn refuse_server(&self, ex: &Exchange, reason: &'static str) -> Rejection {
+        tracing::warn!(route = %ex.route_name, reason, "Refused an upstream response the gateway cannot read as a client would.");
+        self.recorder.refused(ex, "server", reason);
+        let error = ErrorObject::blocked([crate::inspect::RuleId::RequestMalformed.as_str()])
+            .with_reason(reason);
+        let (status, id) = match (ex.kind, ex.request_id.as_deref()) {
+            (Kind::Request, Some(id)) => (StatusCode::OK, Some(id)),
+            _ => (StatusCode::BAD_GATEWAY, None),
+        };
+        Rejection {
+            status,
+            body: error.response(id),
+        }
+    }
+
     /// Records the session a legacy `initialize` created (Streamable HTTP: the response's
-    /// `Mcp-Session-Id`).
+    /// `Mcp-Session-Id` to an `initialize` that carried none). A session id already known is
+    /// never re-declared: only the server's new session gets the declaring client's modes.
     pub fn on_response_head(&self, ex: &Exchange, headers: &HeaderMap) {
+        if ex.init_caps.is_none() || ex.session.is_some() {
+            return;
+        }
         if let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+            let key = state::SessionKey {
+                route: ex.route,
+                session: Arc::from(session),
+            };
+            if self.state().sessions.get(&key, Instant::now()).is_some() {
+                tracing::warn!(route = %ex.route_name, "An upstream answered initialize with a session id already in use; its capabilities are kept.");
+                return;
+            }
             self.remember_session(ex, session);
+        }
+    }
+
+    /// An HTTP+SSE server announced `session` in its `endpoint` event: the one `initialize`
+    /// that may declare capabilities for it is the first one to arrive.
+    pub fn announce_session(&self, route: usize, session: &str) {
+        let now = Instant::now();
+        let mut state = self.state();
+        let ttl = state.limits.session_ttl;
+        let key = state::SessionKey {
+            route,
+            session: Arc::from(session),
+        };
+        if state.sessions.get(&key, now).is_none() {
+            state
+                .sessions
+                .insert(key, state::SessionState { caps: None }, now, ttl);
+        }
+    }
+
+    /// Declares `ex`'s capabilities for an announced, not yet declared session.
+    fn declare_announced_session(&self, ex: &Exchange, session: &str) {
+        let Some(caps) = ex.init_caps else {
+            return;
+        };
+        let now = Instant::now();
+        let key = state::SessionKey {
+            route: ex.route,
+            session: Arc::from(session),
+        };
+        let mut state = self.state();
+        match state.sessions.get_mut(&key, now) {
+            Some(s) if s.caps.is_none() => s.caps = Some(caps),
+            Some(_) => tracing::warn!(route = %ex.route_name, "A second initialize for a declared session was not allowed to change its capabilities."),
+            None => tracing::warn!(route = %ex.route_name, "An initialize named a session no server announced; it declares nothing."),
         }
     }
 
@@ -453,7 +538,7 @@ impl Enforcer {
                 route: ex.route,
                 session: Arc::from(session),
             },
-            state::SessionState { caps },
+            state::SessionState { caps: Some(caps) },
             now,
             ttl,
         );
@@ -475,7 +560,7 @@ impl Enforcer {
         let key = PendingKey {
             route: ex.route,
             session: ex.session.clone().unwrap_or_else(|| Arc::from("")),
-            id: id.to_string(),
+            id: canonical_id(id),
         };
         let now = Instant::now();
         let mut state = self.state();
@@ -519,12 +604,7 @@ impl Enforcer {
             drop(state);
             self.recorder
                 .answer_rejected(ex, Some(pending.mode), &verdict);
-            let to_server = judge::error_response_body(
-                id,
-                -32602,
-                "Elicitation answer rejected by gateway policy",
-                &verdict,
-            );
+            let to_server = answer_error(&verdict).response(Some(id));
             return ClientVerdict::Substitute {
                 body: to_server,
                 rejection: answer_rejection(Some(id), &verdict),
@@ -691,37 +771,33 @@ fn repeat_window(policy: &Policy) -> std::time::Duration {
     policy.repeat_window()
 }
 
-/// The client's answer was refused: 400 with a JSON-RPC error naming the rules.
-/// The answer to a POST body that is not one readable JSON-RPC message.
-fn invalid_message_rejection() -> Rejection {
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": Value::Null,
-        "error": {
-            "code": -32600,
-            "message": "Not a JSON-RPC message the gateway can read",
-            "data": {"gateway": "elicitgate", "reason": "invalid_message"}
-        }
-    });
+/// The answer to a POST body that is not one readable JSON-RPC message: `reason` is always
+/// `invalid_message`, `detail` the bounded label of what could not be read.
+pub fn invalid_message_rejection(id: Option<&RawValue>, detail: &'static str) -> Rejection {
+    let error = ErrorObject::gateway(
+        codes::INVALID_REQUEST,
+        "Not a JSON-RPC message the gateway can read",
+        serde_json::json!({ "reason": "invalid_message", "detail": detail }),
+    );
     Rejection {
         status: StatusCode::BAD_REQUEST,
-        body: Bytes::from(body.to_string()),
+        body: error.response(id),
     }
 }
 
+/// The error for an answer that does not fit what was asked.
+fn answer_error(verdict: &Verdict) -> ErrorObject {
+    ErrorObject::gateway(
+        codes::INVALID_PARAMS,
+        "Elicitation answer rejected by gateway policy",
+        serde_json::json!({ "rules": verdict.denied_by.iter().map(|r| r.as_str()).collect::<Vec<_>>() }),
+    )
+}
+
+/// The client's answer was refused: 400 with a JSON-RPC error naming the rules.
 fn answer_rejection(id: Option<&Value>, verdict: &Verdict) -> Rejection {
-    let rules: Vec<&str> = verdict.denied_by.iter().map(|r| r.as_str()).collect();
-    let body = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": id.cloned().unwrap_or(Value::Null),
-        "error": {
-            "code": -32602,
-            "message": "Elicitation answer rejected by gateway policy",
-            "data": {"gateway": "elicitgate", "rules": rules}
-        }
-    });
     Rejection {
         status: StatusCode::BAD_REQUEST,
-        body: Bytes::from(body.to_string()),
+        body: answer_error(verdict).response(id),
     }
 }

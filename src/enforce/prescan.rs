@@ -4,7 +4,9 @@
 //! to a message a client would read as an elicitation: the needles are member names and
 //! string values that every carrier must contain, and JSON can only spell those differently
 //! through `\u` escapes or `\/`, so any text containing either of those escape sequences is
-//! always parsed.
+//! always parsed. That holds for UTF-8 text only: a NUL byte (UTF-16 and UTF-32 spell ASCII
+//! with them; valid UTF-8 JSON never contains one) or a UTF-16 byte-order mark also forces a
+//! parse, which then refuses the text.
 
 use memchr::memmem::Finder;
 use std::sync::LazyLock;
@@ -39,7 +41,14 @@ fn has_spelling_escape(json: &[u8]) -> bool {
 
 /// True when `json` might carry an elicitation (or an answer to one) and must be parsed.
 pub fn may_carry_elicitation(json: &[u8]) -> bool {
-    CARRIERS.iter().any(|f| f.find(json).is_some()) || has_spelling_escape(json)
+    CARRIERS.iter().any(|f| f.find(json).is_some())
+        || has_spelling_escape(json)
+        || not_utf8_json(json)
+}
+
+/// True when the text cannot be UTF-8 JSON in a way that could hide the needles.
+fn not_utf8_json(json: &[u8]) -> bool {
+    json.starts_with(b"\xFE\xFF") || json.starts_with(b"\xFF\xFE") || memchr::memchr(0, json).is_some()
 }
 
 /// [`may_carry_elicitation`], or the message may declare its protocol version in `_meta`
@@ -89,6 +98,17 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn text_that_is_not_utf8_json_is_always_parsed() {
+        let utf16: Vec<u8> = r#"{"method":"elicitation/create"}"#
+            .encode_utf16()
+            .flat_map(u16::to_le_bytes)
+            .collect();
+        assert!(may_carry_elicitation(&utf16));
+        assert!(may_carry_elicitation(b"\xFF\xFE"));
+        assert!(may_carry_elicitation(b"{\"a\":\"\x00\"}"));
     }
 
     #[test]

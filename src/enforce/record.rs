@@ -38,7 +38,7 @@ impl Recorder {
             route: Some(ex.route_name.to_string()),
             upstream: Some(ex.upstream_label.to_string()),
             revision: Some(era_name(ex.era).to_owned()),
-            transport: Some("streamable-http"),
+            transport: Some(if ex.stdio { "stdio" } else { "streamable-http" }),
             session: ex
                 .session
                 .as_deref()
@@ -214,6 +214,24 @@ impl Recorder {
         if !known {
             event.rules = vec!["response.unknown".into()];
         }
+        self.auditor.emit(&event);
+    }
+
+    /// A message was refused because it cannot be read as a client would read it. `direction`
+    /// is `server` or `client`; `reason` a bounded label.
+    pub fn refused(&self, ex: &Exchange, direction: &'static str, reason: &'static str) {
+        self.metrics
+            .refused_messages
+            .with_label_values(&[&ex.route_name, direction, reason])
+            .inc();
+        if !self.auditor.enabled() {
+            return;
+        }
+        let mut event = self.base(ex, EventKind::Refused);
+        event.direction = Some(direction);
+        event.reason = Some(reason);
+        event.verdict = Some("deny");
+        event.rules = vec!["request.malformed".into()];
         self.auditor.emit(&event);
     }
 

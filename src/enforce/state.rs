@@ -40,8 +40,9 @@ pub struct SessionKey {
 
 #[derive(Debug, Clone, Copy)]
 pub struct SessionState {
-    /// What the client declared (before any capability shaping).
-    pub caps: ClientCaps,
+    /// What the client declared (before any capability shaping); `None` for a session the
+    /// server announced (HTTP+SSE `endpoint`) whose `initialize` has not arrived yet.
+    pub caps: Option<ClientCaps>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -161,6 +161,11 @@ fn inspect_params(
             return;
         }
     };
+    if !params.contains_key("mode") && (params.contains_key("url") || params.contains_key("elicitationId")) {
+        // Without `mode` this is a form to the gateway and the spec, yet a client that picks
+        // the params shape by its members shows the URL: ambiguous, so malformed.
+        hits.add(RuleId::RequestMalformed, "mode", "request.url_without_mode");
+    }
     if !caps.declares(mode) {
         let d = match mode {
             Mode::Form => "mode.undeclared:form",

@@ -7,6 +7,10 @@
 //! byte. Lines may end in CRLF, LF or CR (WHATWG HTML §9.2.5); a CR that ends one chunk and an
 //! LF that starts the next are one line ending, handled without waiting for the next chunk.
 //!
+//! One exception to "byte for byte": a UTF-8 byte-order mark at the very start of the stream is
+//! removed, as WHATWG's decoding (and the TypeScript SDK's `TextDecoderStream`) removes it;
+//! left in, it would make the first field `\u{FEFF}data` to the gateway and `data` to a client.
+//!
 //! Bounded: an event that grows past `max_event_bytes` without ending is an error
 //! ([`SseError::EventTooLarge`]), never an unbounded buffer. "Incomplete" (need more bytes) is
 //! `Ok(None)`, distinct from that error.
@@ -35,7 +39,12 @@ pub struct SseDecoder {
     chunk: Bytes,
     scan: Scan,
     max_event_bytes: usize,
+    /// Bytes seen at the start of the stream while they may still be a BOM; `None` once
+    /// decided.
+    start: Option<Vec<u8>>,
 }
+
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// Where scanning of the current data stands.
 #[derive(Debug, Default, Clone, Copy)]
@@ -96,6 +105,7 @@ impl SseDecoder {
             chunk: Bytes::new(),
             scan: Scan::default(),
             max_event_bytes,
+            start: Some(Vec::new()),
         }
     }
 
@@ -105,7 +115,30 @@ impl SseDecoder {
     }
 
     /// Appends a chunk received from the stream, without copying it when nothing is buffered.
-    pub fn push_bytes(&mut self, chunk: Bytes) {
+    pub fn push_bytes(&mut self, mut chunk: Bytes) {
+        if let Some(held) = &mut self.start {
+            let take = (BOM.len() - held.len()).min(chunk.len());
+            held.extend_from_slice(&chunk[..take]);
+            if !BOM.starts_with(held) {
+                // Not a BOM: what was held is the stream's first bytes (all of them from this
+                // chunk, usually: then the chunk goes on uncopied).
+                if held.len() > take {
+                    let mut joined = BytesMut::with_capacity(held.len() + chunk.len() - take);
+                    joined.extend_from_slice(held);
+                    joined.extend_from_slice(&chunk[take..]);
+                    chunk = joined.freeze();
+                }
+                self.start = None;
+            } else if held.len() == BOM.len() {
+                chunk = chunk.slice(take..);
+                self.start = None;
+            } else {
+                return;
+            }
+        }
+        if chunk.is_empty() {
+            return;
+        }
         if self.buf.is_empty() && self.chunk.is_empty() {
             self.chunk = chunk;
         } else {
@@ -125,7 +158,7 @@ impl SseDecoder {
 
     /// Bytes held for events not handed out yet.
     pub fn buffered(&self) -> usize {
-        self.buf.len() + self.chunk.len()
+        self.buf.len() + self.chunk.len() + self.start.as_ref().map_or(0, Vec::len)
     }
 
     fn too_large(&self, len: usize) -> Result<(), SseError> {
@@ -163,6 +196,10 @@ impl SseDecoder {
 
     /// Ends the stream: whatever was buffered for an unfinished event, unchanged.
     pub fn finish(&mut self) -> Option<Bytes> {
+        if let Some(held) = self.start.take() {
+            // A stream shorter than a BOM: its bytes are data.
+            self.buf.extend_from_slice(&held);
+        }
         self.spill();
         self.scan = Scan::default();
         (!self.buf.is_empty()).then(|| self.buf.split().freeze())
@@ -217,6 +254,12 @@ impl<'a> SseFields<'a> {
             }
         }
         fields
+    }
+
+    /// True when an MCP client acts on this event: its type is absent, empty or `message`
+    /// (both SDKs; other types are ignored by them).
+    pub fn is_message(&self) -> bool {
+        matches!(self.event, None | Some(b"") | Some(b"message"))
     }
 
     /// True when the event carries data that a client would dispatch.

@@ -159,7 +159,52 @@ proptest! {
         cuts in proptest::collection::vec(any::<usize>(), 0..8),
     ) {
         let raws = decode_split(&stream, &cuts, usize::MAX).unwrap();
-        prop_assert_eq!(raws.concat(), stream);
+        // Byte for byte, but for one leading BOM.
+        let expected = stream.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&stream);
+        prop_assert_eq!(raws.concat(), expected.to_vec());
+    }
+
+    #[test]
+    fn a_leading_bom_is_removed_whatever_the_chunking(
+        stream in sse_stream(),
+        cuts in proptest::collection::vec(any::<usize>(), 0..12),
+    ) {
+        let mut with_bom = b"\xEF\xBB\xBF".to_vec();
+        with_bom.extend_from_slice(&stream);
+        let split = decode_split(&with_bom, &cuts, usize::MAX).unwrap();
+        prop_assert_eq!(split.concat(), stream.clone());
+        prop_assert_eq!(meaning(&split), meaning(&decode_split(&stream, &[], usize::MAX).unwrap()));
+    }
+}
+
+#[test]
+fn a_bom_makes_the_first_field_data_not_a_stranger() {
+    // TypeScript's client strips the BOM and reads this event; the gateway must too.
+    for cut in 0..6 {
+        let stream = b"\xEF\xBB\xBFdata: x\n\n";
+        let raws = decode_split(stream, &[cut], 1024).unwrap();
+        let fields = SseFields::parse(&raws[0]);
+        assert_eq!(fields.data.as_deref(), Some(&b"x"[..]), "cut at {cut}");
+    }
+    // Only at the start, only once, and a near-BOM is data.
+    let raws = decode_split(b"\xEF\xBB\xBF\xEF\xBB\xBFdata: x\n\n", &[], 1024).unwrap();
+    assert_eq!(SseFields::parse(&raws[0]).data, None);
+    let raws = decode_split(b"\xEF\xBB", &[1], 1024).unwrap();
+    assert_eq!(raws.concat(), b"\xEF\xBB");
+}
+
+#[test]
+fn event_types_clients_act_on() {
+    for (raw, message) in [
+        (&b"data: x\n\n"[..], true),
+        (b"event: message\ndata: x\n\n", true),
+        (b"event:\ndata: x\n\n", true),
+        (b"event: foo\nevent:\ndata: x\n\n", true),
+        (b"event: foo\ndata: x\n\n", false),
+        (b"event: Message\ndata: x\n\n", false),
+        (b"event: message \ndata: x\n\n", false),
+    ] {
+        assert_eq!(SseFields::parse(raw).is_message(), message, "{}", String::from_utf8_lossy(raw));
     }
 }
 

@@ -5,9 +5,15 @@
 //! judge whole events, and both are cut when the upstream goes silent for longer than the idle
 //! timeout. Dropping a body (the client went away) drops the upstream body with it, which
 //! closes the upstream connection and so cancels the upstream's work.
+//!
+//! The source is the upstream body as sent, or — when it had a content coding — the decoded
+//! body ([`crate::mcp::decode`]); the client receives what the judge read, never the coded
+//! bytes. At the end of an SSE stream the unfinished tail goes to the judge too (a client may
+//! dispatch it).
 
 use super::upstream::Lease;
 use crate::enforce::judge::StreamJudge;
+use crate::mcp::decode::Decoded;
 use crate::mcp::sse::SseDecoder;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
@@ -30,6 +36,44 @@ pub enum RelayError {
     Sse(#[from] crate::mcp::sse::SseError),
     #[error("upstream body failed: {0}")]
     Upstream(#[from] hyper::Error),
+    #[error("upstream body could not be decoded: {0}")]
+    Decode(#[from] std::io::Error),
+}
+
+/// Where a relayed body comes from.
+pub enum Source {
+    /// The upstream body as sent (identity coding).
+    Plain(Incoming),
+    /// The upstream body with its content codings undone.
+    Decoded(Decoded),
+}
+
+impl Source {
+    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, RelayError>>> {
+        match self {
+            Source::Plain(body) => Pin::new(body)
+                .poll_frame(cx)
+                .map(|f| f.map(|r| r.map_err(RelayError::from))),
+            Source::Decoded(stream) => stream
+                .as_mut()
+                .poll_next(cx)
+                .map(|c| c.map(|r| r.map(Frame::data).map_err(RelayError::from))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Source::Plain(body) => body.is_end_stream(),
+            Source::Decoded(_) => false,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Source::Plain(body) => body.size_hint(),
+            Source::Decoded(_) => SizeHint::default(),
+        }
+    }
 }
 
 /// Counters a relay updates; labelled for its route once, when the route is built.
@@ -61,7 +105,7 @@ impl ResponseBody {
 
 /// Relays an upstream body, with an idle timer and, for SSE, event framing.
 pub struct Relay {
-    inner: Incoming,
+    inner: Source,
     /// The upstream connection, given back to the idle cache when the body has been read to
     /// its end (dropped, and so closed, otherwise).
     lease: Option<Lease>,
@@ -87,7 +131,7 @@ type Polled = Poll<Option<Result<Frame<Bytes>, BoxError>>>;
 impl Relay {
     /// `sse` = the largest event and the judge, for an event stream.
     pub fn new(
-        inner: Incoming,
+        inner: Source,
         lease: Option<Lease>,
         idle_timeout: Duration,
         sse: Option<(usize, StreamJudge)>,
@@ -137,7 +181,9 @@ impl Relay {
     fn fail(&mut self, error: RelayError) -> Polled {
         match &error {
             RelayError::Idle(_) => self.metrics.idle_timeouts.inc(),
-            RelayError::Sse(_) | RelayError::Upstream(_) => self.metrics.body_errors.inc(),
+            RelayError::Sse(_) | RelayError::Upstream(_) | RelayError::Decode(_) => {
+                self.metrics.body_errors.inc()
+            }
         }
         tracing::warn!(error = %error, "Relayed stream cut.");
         self.upstream_done = true;
@@ -167,13 +213,21 @@ impl Relay {
                     Err(e) => return self.fail(e.into()),
                 }
                 if self.upstream_done {
-                    // The upstream ended mid-event: forward the remainder unchanged.
-                    return Poll::Ready(decoder.finish().map(|rest| Ok(Frame::data(rest))));
+                    // The upstream ended: what followed the last complete event is judged
+                    // like an event (a client may still dispatch it), and the judge may owe
+                    // the client an answer.
+                    let tail = decoder.finish();
+                    let out = match &mut self.judge {
+                        Some(judge) => judge.finish(tail),
+                        None => tail,
+                    };
+                    self.sse = None;
+                    return Poll::Ready(out.map(|rest| Ok(Frame::data(rest))));
                 }
             } else if self.upstream_done {
                 return Poll::Ready(None);
             }
-            match Pin::new(&mut self.inner).poll_frame(cx) {
+            match self.inner.poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
                     self.last_activity = Instant::now();
                     match (&mut self.sse, frame.into_data()) {
@@ -182,7 +236,7 @@ impl Relay {
                         (_, Err(frame)) => return Poll::Ready(Some(Ok(frame))),
                     }
                 }
-                Poll::Ready(Some(Err(e))) => return self.fail(e.into()),
+                Poll::Ready(Some(Err(e))) => return self.fail(e),
                 Poll::Ready(None) => {
                     self.upstream_done = true;
                     super::upstream::release(self.lease.take());

@@ -4,18 +4,26 @@
 //! 2. **read the body**, bounded by `limits.max_request_body` (413 before reading when the
 //!    declared length is already too large): MCP messages are small JSON documents that later
 //!    stages must see whole;
-//! 3. **peek the envelope** (JSON-RPC `id` and `method`) for error bodies and metric labels;
-//! 4. **enforce, client side**: capability shaping, answer checks (may refuse here);
-//! 5. **send upstream** with hop-by-hop fields stripped and `X-Forwarded-*` added;
-//! 6. **relay the response**: SSE event by event through the stream judge; a JSON answer to
-//!    a request read whole (bounded) and judged; anything else streamed untouched;
+//! 3. **peek the envelope** (JSON-RPC `id`, `method`, strict shape) for error bodies and
+//!    metric labels;
+//! 4. **enforce, client side**: the body's transport (a content coding or a charset other than
+//!    UTF-8 is refused: a server would decode what the gateway did not read), capability
+//!    shaping, answer checks (may refuse here);
+//! 5. **send upstream** with hop-by-hop fields stripped, `X-Forwarded-*` added and
+//!    `Accept-Encoding: identity`;
+//! 6. **relay the response** through the reading pipeline: transport (media type as leniently
+//!    as any client, UTF-8 only, content codings undone — refused when they cannot be), then
+//!    SSE event by event through the stream judge, or a JSON answer to a request read whole
+//!    (bounded) and judged; bodies no client parses are streamed untouched;
 //! 7. **record** status and latency (the route's cached metric children).
 //!
-//! Errors from any step go through [`GatewayError::into_response`], the one place that shapes
-//! them.
+//! Failures and refusals from any step go through [`super::respond`], the one place that
+//! turns them into responses.
 
-use super::body::{Relay, ResponseBody};
+use super::answer::HttpAnswer;
+use super::body::{Relay, ResponseBody, Source};
 use super::headers;
+use super::respond;
 use super::request_metrics::HttpMethod;
 use super::upstream::{self, Lease};
 use super::{Gateway, Route};
@@ -23,6 +31,7 @@ use crate::enforce::judge::{ServerChannel, StreamJudge};
 use crate::enforce::{ClientVerdict, Exchange};
 use crate::error::GatewayError;
 use crate::mcp::jsonrpc::Envelope;
+use crate::mcp::transport::{self, Media};
 use bytes::Bytes;
 use http::{header, Method, Request, Response};
 use http_body::Body as _;
@@ -62,7 +71,7 @@ pub async fn handle(
     let http_method = HttpMethod::of(request.method());
     let path = request.uri().path();
     let Some((route, rest)) = gateway.route(path) else {
-        let response = GatewayError::NoRoute.into_response(None);
+        let response = respond::error(&GatewayError::NoRoute, None);
         record_unmatched(&gateway, http_method, &response, started);
         return response;
     };
@@ -81,7 +90,7 @@ pub async fn handle(
                     .with_label_values(&[&route.name, error.reason()])
                     .inc();
             }
-            error.into_response(envelope.id.as_deref())
+            respond::error(&error, envelope.id.as_deref())
         }
     };
     route.request_metrics.record(
@@ -125,12 +134,18 @@ async fn exchange(
         parts.uri.query(),
         uri.clone(),
     );
+    if !body.is_empty() {
+        if let Err(refusal) = request_transport(&parts.headers) {
+            let rejection = enforcer.refuse_client(&exchange, refusal.reason());
+            return Ok(respond::rejection(rejection));
+        }
+    }
     let (body, substitute_response) =
         match enforcer.on_client_message(&mut exchange, &parts.method, body) {
             ClientVerdict::Forward(body) => (body, None),
-            ClientVerdict::Reject(rejection) => return Ok(rejection.into_response()),
+            ClientVerdict::Reject(rejection) => return Ok(respond::rejection(rejection)),
             ClientVerdict::Substitute { body, rejection } => {
-                (body, Some(rejection.into_response()))
+                (body, Some(respond::rejection(rejection)))
             }
         };
 
@@ -155,6 +170,15 @@ async fn exchange(
     relay_response(gateway, route, response, lease, exchange).await
 }
 
+/// A client body is read as the server will read it: no content coding (servers that decode
+/// one would act on bytes the gateway never read) and UTF-8.
+fn request_transport(headers: &http::HeaderMap) -> Result<(), transport::TransportRefusal> {
+    if !transport::codings(headers)?.is_empty() {
+        return Err(transport::TransportRefusal::Coding);
+    }
+    transport::charset(headers)
+}
+
 /// Reads a request body up to `limit` bytes.
 async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, GatewayError> {
     match read_whole(body, limit).await {
@@ -164,16 +188,19 @@ async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, GatewayError> {
     }
 }
 
-enum WholeError {
+enum WholeError<E> {
     TooLarge,
-    Body(hyper::Error),
+    Body(E),
 }
 
 /// Reads a body whole, at most `limit` bytes. A body that arrives in one frame (small MCP
 /// messages almost always do) is returned as that frame, without a copy; one in several frames
 /// is joined into a buffer sized once from its declared length (no regrowth copies). A body
 /// declared longer than `limit` is refused before anything is read.
-async fn read_whole(mut body: Incoming, limit: u64) -> Result<Bytes, WholeError> {
+async fn read_whole<B>(mut body: B, limit: u64) -> Result<Bytes, WholeError<B::Error>>
+where
+    B: http_body::Body<Data = Bytes> + Unpin,
+{
     let hint = body.size_hint();
     if hint.lower() > limit {
         return Err(WholeError::TooLarge);
@@ -208,8 +235,10 @@ async fn read_whole(mut body: Incoming, limit: u64) -> Result<Bytes, WholeError>
         .unwrap_or_default())
 }
 
-/// Passes the upstream response on: SSE relayed event by event through the stream judge, a
-/// JSON answer to a request read whole and judged, anything else streamed untouched.
+/// Passes the upstream response on, through the reading pipeline: the transport stage
+/// (media type, charset, codings), then SSE relayed event by event through the stream judge,
+/// or a JSON answer to a request read whole and judged; anything no client parses streamed
+/// untouched.
 async fn relay_response(
     gateway: &Gateway,
     route: &Route,
@@ -218,19 +247,37 @@ async fn relay_response(
     exchange: Exchange,
 ) -> Result<Response<ResponseBody>, GatewayError> {
     let (mut parts, body) = response.into_parts();
-    let event_stream = headers::is_event_stream(&parts.headers);
+    let shape = match transport::classify(&parts.headers) {
+        Ok(shape) => shape,
+        Err(refusal) => {
+            // Not readable as a client would read it: nothing of it is forwarded.
+            drop(body);
+            let refused = gateway.enforcer.refuse_server(&exchange, refusal.reason());
+            return Ok(respond::rejection(refused));
+        }
+    };
+    let event_stream = shape.media == Media::EventStream;
     headers::to_client(&mut parts.headers, event_stream);
     let limits = &gateway.settings.limits;
     let idle = gateway.settings.timeouts.stream_idle;
+    let source = if shape.is_identity() {
+        Source::Plain(body)
+    } else {
+        // The client gets the decoded bytes the gateway judged, so no coding header and no
+        // length (the decoded length is not known in advance).
+        parts.headers.remove(header::CONTENT_ENCODING);
+        parts.headers.remove(header::CONTENT_LENGTH);
+        Source::Decoded(crate::mcp::decode::decode(
+            http_body_util::BodyDataStream::new(body),
+            shape.codings.clone(),
+        ))
+    };
 
-    if !event_stream
-        && exchange.judges_json_response()
-        && headers::content_type_is(&parts.headers, "application/json")
-    {
+    if shape.media == Media::Json && exchange.judges_json_response() {
         let limit = limits.max_response_body.as_u64();
-        let bytes = read_response(body, limit, idle).await?;
+        let bytes = read_response(source, limit, idle).await?;
         upstream::release(lease);
-        let channel = ServerChannel::Http(route.upstream.clone());
+        let channel: ServerChannel = Arc::new(HttpAnswer(route.upstream.clone()));
         let judged = gateway.enforcer.judge_json_body(&exchange, bytes, &channel);
         parts.headers.remove(header::CONTENT_LENGTH);
         return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
@@ -238,7 +285,7 @@ async fn relay_response(
 
     let metrics = route.relay_metrics.clone();
     // A body the upstream declared empty needs no relay (and no idle timer).
-    let body = if body.is_end_stream() {
+    let body = if matches!(&source, Source::Plain(b) if b.is_end_stream()) {
         upstream::release(lease);
         ResponseBody::empty()
     } else if event_stream {
@@ -246,11 +293,11 @@ async fn relay_response(
         let judge = StreamJudge::new(
             gateway.enforcer.clone(),
             exchange,
-            ServerChannel::Http(route.upstream.clone()),
-            Some(route.endpoint_map()),
+            Arc::new(HttpAnswer(route.upstream.clone())),
+            Some(Box::new(route.endpoint_map())),
         );
         let mut relay = Box::new(Relay::new(
-            body,
+            source,
             lease,
             idle,
             Some((max_event, judge)),
@@ -259,24 +306,41 @@ async fn relay_response(
         relay.prime().await;
         ResponseBody::Relay(relay)
     } else {
-        ResponseBody::Relay(Box::new(Relay::new(body, lease, idle, None, metrics)))
+        ResponseBody::Relay(Box::new(Relay::new(source, lease, idle, None, metrics)))
     };
     Ok(Response::from_parts(parts, body))
 }
 
-/// Reads an upstream body whole, bounded in size and by the idle timeout.
+/// Reads an upstream body whole (decoded when it had a coding), bounded in size and by the
+/// idle timeout.
 async fn read_response(
-    body: Incoming,
+    source: Source,
     limit: u64,
     idle: std::time::Duration,
 ) -> Result<Bytes, GatewayError> {
-    match tokio::time::timeout(idle, read_whole(body, limit)).await {
+    let read = async {
+        match source {
+            Source::Plain(body) => read_whole(body, limit).await.map_err(|e| match e {
+                WholeError::TooLarge => WholeError::TooLarge,
+                WholeError::Body(_) => WholeError::Body(()),
+            }),
+            Source::Decoded(stream) => {
+                use futures_util::TryStreamExt;
+                let body = http_body_util::StreamBody::new(stream.map_ok(http_body::Frame::data));
+                read_whole(body, limit).await.map_err(|e| match e {
+                    WholeError::TooLarge => WholeError::TooLarge,
+                    WholeError::Body(_) => WholeError::Body(()),
+                })
+            }
+        }
+    };
+    match tokio::time::timeout(idle, read).await {
         Err(_) => Err(GatewayError::UpstreamTimeout {
             stage: "body_timeout",
         }),
         Ok(Ok(bytes)) => Ok(bytes),
         Ok(Err(WholeError::TooLarge)) => Err(GatewayError::ResponseTooLarge { limit }),
-        Ok(Err(WholeError::Body(_))) => Err(GatewayError::UpstreamBody),
+        Ok(Err(WholeError::Body(()))) => Err(GatewayError::UpstreamBody),
     }
 }
 

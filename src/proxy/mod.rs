@@ -3,11 +3,13 @@
 //! request metrics ([`request_metrics`]), the accept loop ([`server`]) and connection draining
 //! at shutdown ([`drain`]).
 
+pub mod answer;
 pub mod body;
 pub mod drain;
 pub mod forward;
 pub mod headers;
 pub mod request_metrics;
+pub mod respond;
 pub mod server;
 pub mod upstream;
 

@@ -1,0 +1,30 @@
+//! The one place that turns the gateway's own answers into HTTP responses: failures
+//! ([`GatewayError`]) and refusals ([`Rejection`], decided by enforcement). Each carries a
+//! JSON-RPC error body (the one [`crate::mcp::jsonrpc::ErrorObject`] type) for the client's
+//! request id when it is known.
+
+use super::body::ResponseBody;
+use crate::enforce::Rejection;
+use crate::error::GatewayError;
+use http::{header, HeaderValue, Response, StatusCode};
+use serde_json::value::RawValue;
+
+/// A failure, as an HTTP response with a JSON-RPC error body.
+pub fn error(error: &GatewayError, id: Option<&RawValue>) -> Response<ResponseBody> {
+    json(error.status(), error.error_object().response(id))
+}
+
+/// A refusal, as an HTTP response.
+pub fn rejection(rejection: Rejection) -> Response<ResponseBody> {
+    json(rejection.status, rejection.body)
+}
+
+fn json(status: StatusCode, body: bytes::Bytes) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::full(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
