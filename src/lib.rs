@@ -19,6 +19,7 @@
 //! - [`stdio`]: the same enforcement for local stdio servers.
 //! - [`inspect_cli`], [`demo`]: the `inspect` and `demo` commands.
 //! - [`tls`]: rustls server and client configuration.
+//! - [`text`]: text decoding shared by detectors and the audit scrubber.
 //!
 //! [`start`] runs the whole gateway; `main` and the integration tests both call it.
 
@@ -40,6 +41,7 @@ pub mod proxy;
 pub mod reload;
 pub mod settings;
 pub mod stdio;
+pub mod text;
 pub mod tls;
 
 use anyhow::Context;

@@ -40,9 +40,14 @@ impl Scrubber {
         })
     }
 
-    /// `text` with every PII- or secret-shaped run replaced by [`REDACTED`].
+    /// `text` with every PII- or secret-shaped run replaced by [`REDACTED`]. Percent-encoded
+    /// text is decoded first, the way the URL detectors decode it (`%2540` is `@`, `%20` a
+    /// space, `%2E` a dot), so nothing the detector found hides from the scrub in its encoding.
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        self.patterns.replace_all(text, REDACTED)
+        match crate::text::percent_decode_repeatedly(text) {
+            Cow::Borrowed(_) => self.patterns.replace_all(text, REDACTED),
+            Cow::Owned(decoded) => Cow::Owned(self.patterns.replace_all(&decoded, REDACTED).into_owned()),
+        }
     }
 }
 
@@ -69,6 +74,19 @@ mod tests {
             let out = s.scrub(&line);
             assert!(!out.contains(secret), "{secret} survived: {out}");
             assert!(out.contains(REDACTED));
+        }
+        // Percent-encoded, once or twice: decoded as the detector decodes, then scrubbed.
+        for encoded in [
+            "/card/4111%201111%201111%201111",
+            "/u/victim%2540example.com",
+            "/t/eyJhbGciOiJIUzI1NiJ9%2EeyJzdWIiOiIxIn0%2Esig",
+            "/p/%2B1%20415%20555%200100",
+        ] {
+            let out = s.scrub(encoded);
+            assert!(out.contains(REDACTED), "{encoded} survived: {out}");
+            for digits in ["4111", "victim", "eyJzdWIi", "555"] {
+                assert!(!out.contains(digits), "{encoded} left {digits}: {out}");
+            }
         }
         let benign = r#"{"route":"demo","rules":["form.secret"],"path":"/connect","port":8080}"#;
         assert_eq!(s.scrub(benign), benign);

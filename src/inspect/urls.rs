@@ -28,7 +28,6 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
-use percent_encoding::percent_decode_str;
 use unicode_security::MixedScript;
 use url::{Host, Url};
 
@@ -41,7 +40,6 @@ use crate::policy::UrlPolicy;
 
 /// Longest URL inspected.
 pub(crate) const MAX_URL_BYTES: usize = 8192;
-const DECODE_ROUNDS: usize = 4;
 
 /// Built-in sensitive parameter names, normalised (lower case, no `-` `_` `.`).
 const SENSITIVE_PARAMS: &[&str] = &[
@@ -146,20 +144,9 @@ pub(crate) fn find_link(text_in: &str) -> Option<&'static str> {
     LINKS.matches(&t).iter().next().map(|i| LINK_PATTERNS[i].1)
 }
 
-/// Repeated percent-decoding, bounded.
+/// Repeated percent-decoding, bounded: the one decoding the audit scrubber uses too.
 fn decode(s: &str) -> Cow<'_, str> {
-    let mut cur: Cow<'_, str> = Cow::Borrowed(s);
-    for _ in 0..DECODE_ROUNDS {
-        if !cur.contains('%') {
-            break;
-        }
-        let next = percent_decode_str(&cur).decode_utf8_lossy().into_owned();
-        if next == *cur {
-            break;
-        }
-        cur = Cow::Owned(next);
-    }
-    cur
+    crate::text::percent_decode_repeatedly(s)
 }
 
 fn is_sensitive_param(norm: &str, policy: &UrlPolicy) -> bool {
