@@ -170,9 +170,15 @@ impl StreamJudge {
         (!out.is_empty()).then(|| out.freeze())
     }
 
-    /// Notes whether a forwarded text is the response to the client's request.
+    /// Notes whether a forwarded text is the response to the client's request. Texts without
+    /// a `"result"` or `"error"` member name (progress, logs: most of a stream) are not
+    /// parsed for it.
     fn note_response(&mut self, data: &[u8]) {
         if self.request_done || self.exchange.request_id.is_none() {
+            return;
+        }
+        let finder = |needle: &[u8]| memchr::memmem::find(data, needle).is_some();
+        if !finder(b"\"result\"") && !finder(b"\"error\"") {
             return;
         }
         let envelope = crate::mcp::jsonrpc::Envelope::peek(data);
