@@ -13,7 +13,7 @@
 
 use crate::enforce::judge::{AnswerServer, Judged, ServerChannel, ServerVerdict};
 use crate::enforce::record::Recorder;
-use crate::mcp::jsonrpc::{canonical_raw_id, codes, ErrorObject};
+use crate::mcp::jsonrpc::{canonical_id, canonical_raw_id, codes, ErrorObject};
 use crate::enforce::{ClientVerdict, Enforcer, Exchange, STDIO_SESSION};
 use crate::mcp::jsonrpc::{Envelope, Kind};
 use crate::settings::Settings;
@@ -342,12 +342,20 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
             Judged::Read(_, ServerVerdict::Replace(v)) => {
                 let _ = to_client.send(Bytes::from(v.to_string()));
             }
-            Judged::Read(_, ServerVerdict::Refuse(reason)) => {
-                // The response to an in-flight request the client would otherwise wait for
-                // forever: the blocked-content error for its id instead.
-                if let (Kind::Response, Some(id)) = (envelope.kind, ex.request_id.as_deref()) {
+            Judged::Read(message, ServerVerdict::Refuse(reason)) => {
+                // A response to an in-flight request (to some reader) the client would
+                // otherwise wait for forever: the blocked-content error for its id instead.
+                let in_flight_id = match (envelope.kind, ex.request_id.as_deref()) {
+                    (Kind::Response, Some(id)) => Some(id.to_owned()),
+                    _ => message.get("id").and_then(|id| {
+                        let key = canonical_id(id);
+                        let mut map = in_flight.lock().ok()?;
+                        map.remove(&key)?.request_id
+                    }),
+                };
+                if let Some(id) = in_flight_id {
                     let error = ErrorObject::blocked(["request.malformed"]).with_reason(reason);
-                    let _ = to_client.send(error.response(Some(id)));
+                    let _ = to_client.send(error.response(Some(&*id)));
                 }
             }
         }

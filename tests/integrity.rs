@@ -450,3 +450,54 @@ async fn ordinary_bodies_keep_their_bytes() {
     let _ = Request::<()>::default();
     let _ = Full::<Bytes>::default();
 }
+
+// --- stdio lines go through the same pipeline ----------------------------------------------
+
+#[tokio::test]
+async fn stdio_lines_are_read_strictly_and_unreadable_responses_answered() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("stdio.yaml");
+    std::fs::write(&config, "audit: { sink: off }\nlog: { level: warn }\n").unwrap();
+    // The server answers initialize, then for the call: an ambiguous envelope, a form with
+    // NaN, and an unreadable final response; then a plain notification that ends the test.
+    let script = r#"read init; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}'; read call;
+echo '{"jsonrpc":"2.0","id":1,"method":"x","params":5,"result":{"resultType":"input_required","inputRequests":{"k":{"method":"elicitation/create","params":{"message":"Enter your password","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}}}}}';
+echo '{"jsonrpc":"2.0","id":"e-1","method":"elicitation/create","x":NaN,"params":{"message":"Enter your password","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}}';
+echo '{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"done"}}'; sleep 2"#;
+    let mut gw = tokio::process::Command::new(env!("CARGO_BIN_EXE_elicitgate"))
+        .args(["stdio", "--config"])
+        .arg(&config)
+        .args(["--", "sh", "-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = gw.stdin.take().unwrap();
+    stdin.write_all(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#).await.unwrap();
+    stdin.write_all(b"\n").await.unwrap();
+    stdin.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#).await.unwrap();
+    stdin.write_all(b"\n").await.unwrap();
+    let mut out = BufReader::new(gw.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while let Ok(Ok(Some(line))) = tokio::time::timeout(Duration::from_secs(20), out.next_line()).await {
+        let done = line.contains("notifications/message");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    assert!(seen.iter().all(|l| !l.contains("password") && !l.contains("elicitation/")), "{seen:?}");
+    // The ambiguous line was the response to request 1 to one reader: the client gets the
+    // blocked-content error for id 1 instead of waiting.
+    let answered = seen
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["id"] == 1)
+        .unwrap_or_else(|| panic!("{seen:?}"));
+    assert_eq!(answered["error"]["code"], -31042);
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(20), gw.wait()).await;
+}

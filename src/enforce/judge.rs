@@ -289,13 +289,15 @@ impl Enforcer {
         if !super::prescan::may_carry_elicitation(text) {
             return Judged::Plain;
         }
-        let (message, verdict) = match message::read(text) {
-            Ok((message, _)) if message.is_array() => {
+        // Strict JSON here; the one-shape check is the first step of the judgment (a refused
+        // shape keeps its parsed message, whose `id` may still name a waiting request).
+        let (message, verdict) = match message::parse(text) {
+            Ok(message) if message.is_array() => {
                 // Batches (2025-03-26 only) are not judged element by element: one that
                 // mentions an elicitation carrier is refused whole.
                 (message, ServerVerdict::Refuse("jsonrpc.batch"))
             }
-            Ok((message, _)) => {
+            Ok(message) => {
                 let verdict = self.judge_server_message(ex, &message, channel);
                 (message, verdict)
             }
