@@ -82,6 +82,24 @@ impl BodyShape {
 /// Classifies a body from its headers. Only bodies a client would parse ([`Media::Json`],
 /// [`Media::EventStream`]) are held to the charset and coding rules; others pass untouched.
 pub fn classify(headers: &HeaderMap) -> Result<BodyShape, TransportRefusal> {
+    // The common answers, decided without parsing: one content type spelled as MCP servers
+    // spell it, no coding.
+    if !headers.contains_key(CONTENT_ENCODING) {
+        let mut types = headers.get_all(CONTENT_TYPE).iter();
+        if let (Some(only), None) = (types.next(), types.next()) {
+            let media = match only.as_bytes() {
+                b"application/json" | b"application/json; charset=utf-8" => Some(Media::Json),
+                b"text/event-stream" | b"text/event-stream; charset=utf-8" => Some(Media::EventStream),
+                _ => None,
+            };
+            if let Some(media) = media {
+                return Ok(BodyShape {
+                    media,
+                    codings: Vec::new(),
+                });
+            }
+        }
+    }
     let media = media(headers)?;
     if media == Media::Other {
         return Ok(BodyShape {
