@@ -108,10 +108,14 @@ impl StreamJudge {
         let id = fields.id.and_then(|i| std::str::from_utf8(i).ok());
         if !fields.is_message() {
             // Clients ignore other event types: nothing in them may be recorded as "what was
-            // asked" (a hidden decoy), and nothing a client ignores needs to reach it.
-            self.enforcer
-                .recorder
-                .refused(&self.exchange, "server", "sse.event_type");
+            // asked" (a hidden decoy), and nothing a client ignores needs to reach it. Counted;
+            // audited when it names an elicitation carrier.
+            let recorder = &self.enforcer.recorder;
+            if super::prescan::may_carry_elicitation(data) {
+                recorder.refused(&self.exchange, "server", "sse.event_type");
+            } else {
+                recorder.count_refused(&self.exchange, "server", "sse.event_type");
+            }
             return id_only(id);
         }
         let (message, verdict) =

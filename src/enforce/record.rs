@@ -220,10 +220,7 @@ impl Recorder {
     /// A message was refused because it cannot be read as a client would read it. `direction`
     /// is `server` or `client`; `reason` a bounded label.
     pub fn refused(&self, ex: &Exchange, direction: &'static str, reason: &'static str) {
-        self.metrics
-            .refused_messages
-            .with_label_values(&[&ex.route_name, direction, reason])
-            .inc();
+        self.count_refused(ex, direction, reason);
         if !self.auditor.enabled() {
             return;
         }
@@ -233,6 +230,16 @@ impl Recorder {
         event.verdict = Some("deny");
         event.rules = vec!["request.malformed".into()];
         self.auditor.emit(&event);
+    }
+
+    /// A refusal counted in the metric only: for what cannot carry an elicitation (an event
+    /// of a type clients ignore, with no carrier in it), where an audit line per occurrence
+    /// would only let a server flood the audit log.
+    pub fn count_refused(&self, ex: &Exchange, direction: &'static str, reason: &'static str) {
+        self.metrics
+            .refused_messages
+            .with_label_values(&[&ex.route_name, direction, reason])
+            .inc();
     }
 
     /// The gateway's own answer to a server (for a blocked elicitation) was or was not taken.
