@@ -5,7 +5,8 @@
 #
 #   bench/instructions.sh [elicitgate|floor-pooled|floor-per-core] [seconds]
 #
-# elicitgate runs with `workers: 1`; the floors are examples/hyper_floor.rs. Load: wrk, 4
+# BENCH_SCENARIO (small | mix, see bench/wrk_mcp.lua) picks the load; CARGO_TARGET_DIR picks
+# the build measured (so two builds can be compared). elicitgate runs with `workers: 1`; the floors are examples/hyper_floor.rs. Load: wrk, 4
 # connections, small JSON tools/call, after a warm-up whose instructions are not counted.
 # Needs a release build (cargo build --release --bin elicitgate --example bench_upstream
 # --example hyper_floor), valgrind and wrk. Writes callgrind.out and the inclusive/self
@@ -52,7 +53,7 @@ for _ in $(seq 300); do
 done
 session=$(bench_session "$gw")
 load() {
-  BENCH_SCENARIO=small BENCH_SESSION=$session wrk -t1 -c4 -d"$1s" -s bench/wrk_mcp.lua \
+  BENCH_SCENARIO=${BENCH_SCENARIO:-small} BENCH_SESSION=$session wrk -t1 -c4 -d"$1s" -s bench/wrk_mcp.lua \
     "http://127.0.0.1:$gw/mcp"
 }
 load 2 >/dev/null

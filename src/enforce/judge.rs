@@ -343,15 +343,23 @@ impl Enforcer {
                 match message.get("method").and_then(Value::as_str) {
                     Some(elicitation::ELICITATION_CREATE) => self.judge_legacy(ex, message, channel),
                     Some("notifications/elicitation/complete") => self.judge_completion(ex, message),
-                    _ => ServerVerdict::Keep,
+                    // A task status notification (or any server message) whose params carry
+                    // an `inputRequests` map: a client that shows what it finds would show
+                    // these too, so they are judged; a blocked one is removed.
+                    _ => match message.get("params") {
+                        Some(params) if carries_input_requests(params) => {
+                            match self.judge_input_required(ex, params, params) {
+                                ServerVerdict::Replace(_) => ServerVerdict::Drop,
+                                verdict => verdict,
+                            }
+                        }
+                        _ => ServerVerdict::Keep,
+                    },
                 }
             }
             Shape::Result => {
                 let result = &message["result"];
-                let carries = result.get("inputRequests").is_some()
-                    || result.pointer("/task/inputRequests").is_some()
-                    || result.get("resultType").and_then(Value::as_str) == Some("input_required");
-                if carries {
+                if carries_input_requests(result) {
                     self.judge_input_required(ex, message, result)
                 } else {
                     ServerVerdict::Keep
@@ -616,6 +624,14 @@ impl Enforcer {
         }
         ServerVerdict::Keep
     }
+}
+
+/// True when `value` (a result, or a message's params) holds an `inputRequests` map, on
+/// itself or on its `task`, or says it is `input_required`.
+fn carries_input_requests(value: &Value) -> bool {
+    value.get("inputRequests").is_some()
+        || value.pointer("/task/inputRequests").is_some()
+        || value.get("resultType").and_then(Value::as_str) == Some("input_required")
 }
 
 fn mode_of(view: &ElicitationView<'_>) -> Mode {
