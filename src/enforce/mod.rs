@@ -801,3 +801,7 @@ fn answer_rejection(id: Option<&Value>, verdict: &Verdict) -> Rejection {
         body: answer_error(verdict).response(id),
     }
 }
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

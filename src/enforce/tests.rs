@@ -1,0 +1,173 @@
+//! The enforcement core with a fake for its one piece of I/O (answering the server): every
+//! server text goes through `judge_server_text`, every client message through
+//! `on_client_message`; what the gateway would send the server is captured, not sent.
+
+use super::judge::{AnswerServer, Judged, ServerChannel, ServerVerdict};
+use super::record::Recorder;
+use super::*;
+use std::sync::Mutex;
+
+/// Captures the gateway's own answers to the server.
+#[derive(Default)]
+struct FakeServer(Mutex<Vec<Value>>);
+
+impl AnswerServer for FakeServer {
+    fn answer(&self, _ex: &Exchange, body: Bytes, _recorder: &Recorder) {
+        self.0.lock().unwrap().push(serde_json::from_slice(&body).unwrap());
+    }
+}
+
+fn enforcer(policy: &str) -> Arc<Enforcer> {
+    let yaml = format!(
+        "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n{policy}\nroutes:\n  - name: demo\n    path: /mcp\n    upstream: \"http://127.0.0.1:9/mcp\"\n"
+    );
+    let settings = crate::settings::Settings::from_yaml(&yaml, std::path::Path::new(".")).unwrap();
+    let metrics = crate::metrics::Metrics::new();
+    let (sink, _rx) = crate::audit::sink::AuditSink::memory(metrics.audit_events_dropped.clone());
+    crate::enforcer_for(&settings, &metrics, sink).unwrap()
+}
+
+/// A stdio-style exchange (one session) whose client declared `caps` in `initialize`.
+fn session(enforcer: &Enforcer, caps: &str) -> Exchange {
+    let init = format!(
+        r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{caps},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
+    );
+    let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(init.as_bytes()));
+    assert!(matches!(
+        enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(init)),
+        ClientVerdict::Forward(_)
+    ));
+    let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#;
+    enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(call))
+}
+
+fn judge(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, text: &str) -> ServerVerdict {
+    match enforcer.judge_server_text(ex, text.as_bytes(), channel) {
+        Judged::Plain => ServerVerdict::Keep,
+        Judged::Read(_, verdict) => verdict,
+    }
+}
+
+const PASSWORD: &str = r#"{"jsonrpc":"2.0","id":"e-1","method":"elicitation/create","params":{"message":"Enter your password","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}}"#;
+const COLOUR: &str = r#"{"jsonrpc":"2.0","id":"e-2","method":"elicitation/create","params":{"message":"Pick a colour","requestedSchema":{"type":"object","properties":{"colour":{"type":"string"}},"required":["colour"]}}}"#;
+
+#[test]
+fn a_blocked_form_is_dropped_and_the_server_answered_through_the_trait() {
+    let enforcer = enforcer("");
+    let ex = session(&enforcer, r#"{"elicitation":{}}"#);
+    let fake = Arc::new(FakeServer::default());
+    let channel: ServerChannel = fake.clone();
+    assert!(matches!(judge(&enforcer, &ex, &channel, PASSWORD), ServerVerdict::Drop));
+    let answers = fake.0.lock().unwrap();
+    assert_eq!(answers.len(), 1);
+    assert_eq!(answers[0]["id"], "e-1");
+    assert_eq!(answers[0]["error"]["code"], codes::INVALID_PARAMS);
+    assert_eq!(answers[0]["error"]["data"]["rules"], serde_json::json!(["form.secret"]));
+}
+
+#[test]
+fn on_block_decline_answers_decline() {
+    let enforcer = enforcer("policies:\n  default:\n    on_block: decline\n");
+    let ex = session(&enforcer, r#"{"elicitation":{}}"#);
+    let fake = Arc::new(FakeServer::default());
+    let channel: ServerChannel = fake.clone();
+    judge(&enforcer, &ex, &channel, PASSWORD);
+    assert_eq!(fake.0.lock().unwrap()[0]["result"]["action"], "decline");
+}
+
+#[test]
+fn an_allowed_form_is_pending_and_its_answer_checked_by_canonical_id() {
+    let enforcer = enforcer("");
+    let ex = session(&enforcer, r#"{"elicitation":{}}"#);
+    let channel: ServerChannel = Arc::new(FakeServer::default());
+    assert!(matches!(judge(&enforcer, &ex, &channel, COLOUR), ServerVerdict::Keep));
+    let answer = |text: &str| {
+        let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
+        enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text.to_owned()))
+    };
+    // An extra field: the server gets the gateway's error instead, the client a 400.
+    let verdict = answer(r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red","password":"x"}}}"#);
+    let ClientVerdict::Substitute { body, rejection } = verdict else {
+        panic!("expected a substitute");
+    };
+    let to_server: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(to_server["error"]["data"]["rules"], serde_json::json!(["response.invalid"]));
+    assert_eq!(rejection.status, StatusCode::BAD_REQUEST);
+    // Answered once: a second answer is a replay.
+    let verdict = answer(r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red"}}}"#);
+    assert!(matches!(verdict, ClientVerdict::Reject(_)));
+}
+
+#[test]
+fn numeric_ids_match_in_any_spelling() {
+    let enforcer = enforcer("");
+    let ex = session(&enforcer, r#"{"elicitation":{}}"#);
+    let channel: ServerChannel = Arc::new(FakeServer::default());
+    let form = COLOUR.replace(r#""id":"e-2""#, r#""id":7"#);
+    assert!(matches!(judge(&enforcer, &ex, &channel, &form), ServerVerdict::Keep));
+    let text = r#"{"jsonrpc":"2.0","id":7.0,"result":{"action":"accept","content":{"colour":"red"}}}"#;
+    let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
+    assert!(matches!(
+        enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text)),
+        ClientVerdict::Forward(_)
+    ));
+}
+
+#[test]
+fn unreadable_texts_are_refused_with_their_reason_and_plain_ones_not_parsed() {
+    let enforcer = enforcer("");
+    let ex = session(&enforcer, r#"{"elicitation":{}}"#);
+    let channel: ServerChannel = Arc::new(FakeServer::default());
+    let nan = PASSWORD.replacen('{', r#"{"x":NaN,"#, 1);
+    let ambiguous = PASSWORD.replacen('{', r#"{"result":{},"#, 1);
+    let batch = format!("[{PASSWORD}]");
+    for (text, reason) in [
+        (nan.as_str(), "json.number"),
+        (ambiguous.as_str(), "jsonrpc.shape"),
+        (batch.as_str(), "jsonrpc.batch"),
+        (r#"{"jsonrpc":"2.0","method":"elicitation/create""#, "json.syntax"),
+    ] {
+        match judge(&enforcer, &ex, &channel, text) {
+            ServerVerdict::Refuse(r) => assert_eq!(r, reason, "{text}"),
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+    // No carrier named: forwarded without a parse, whatever it holds.
+    assert!(matches!(
+        enforcer.judge_server_text(&ex, br#"{"x":NaN}"#, &channel),
+        Judged::Plain
+    ));
+}
+
+#[test]
+fn a_url_required_error_in_any_number_spelling_is_judged() {
+    let enforcer = enforcer("");
+    let ex = session(&enforcer, r#"{"elicitation":{"form":{}}}"#);
+    let channel: ServerChannel = Arc::new(FakeServer::default());
+    for code in ["-32042", "-32042.0", "-3.2042e4", r#""-32042""#] {
+        let text = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"error":{{"code":{code},"message":"m","data":{{"elicitations":[{{"mode":"url","message":"Connect","elicitationId":"u","url":"https://example.com/c"}}]}}}}}}"#
+        );
+        match judge(&enforcer, &ex, &channel, &text) {
+            ServerVerdict::Replace(v) => {
+                assert_eq!(v["error"]["data"]["rules"], serde_json::json!(["mode.undeclared"]), "{code}")
+            }
+            other => panic!("{code}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn client_bodies_serde_cannot_read_are_rejected_not_forwarded() {
+    let enforcer = enforcer("");
+    for text in [
+        r#"{"jsonrpc":"2.0","id":"e-1","result":{"action":"accept","content":{"n":1e400}}}"#,
+        r#"{"jsonrpc":"2.0","id":"e-1","method":"x","result":{"action":"accept"}}"#,
+    ] {
+        let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
+        match enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text)) {
+            ClientVerdict::Reject(r) => assert_eq!(r.status, StatusCode::BAD_REQUEST),
+            _ => panic!("{text} was not rejected"),
+        }
+    }
+}
