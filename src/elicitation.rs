@@ -222,7 +222,11 @@ pub fn from_url_required_error(message: &Value) -> Vec<ElicitationView<'_>> {
     let error = message.get("error").unwrap_or(message);
     let rpc_id = message.get("id");
     // Every spelling a client reads as -32042 (`-32042.0`, `-3.2042e4`, `"-32042"`).
-    if error.get("code").and_then(crate::mcp::jsonrpc::numeric_code) != Some(URL_ELICITATION_REQUIRED) {
+    if error
+        .get("code")
+        .and_then(crate::mcp::jsonrpc::numeric_code)
+        != Some(URL_ELICITATION_REQUIRED)
+    {
         return Vec::new();
     }
     match error.get("data").and_then(|d| d.get("elicitations")) {

@@ -13,8 +13,8 @@
 
 use crate::enforce::judge::{AnswerServer, Judged, ServerChannel, ServerVerdict};
 use crate::enforce::record::Recorder;
-use crate::mcp::jsonrpc::{canonical_id, canonical_raw_id, codes, ErrorObject};
 use crate::enforce::{ClientVerdict, Enforcer, Exchange, STDIO_SESSION};
+use crate::mcp::jsonrpc::{canonical_id, canonical_raw_id, codes, ErrorObject};
 use crate::mcp::jsonrpc::{Envelope, Kind};
 use crate::settings::Settings;
 use anyhow::Context;
@@ -318,12 +318,10 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
         let envelope = Envelope::peek(&line);
         // A response ends its request; it is judged with that request's facts.
         let request = match (&envelope.kind, &envelope.id) {
-            (Kind::Response, Some(id)) => {
-                in_flight
-                    .lock()
-                    .ok()
-                    .and_then(|mut m| m.remove(&canonical_raw_id(id)))
-            }
+            (Kind::Response, Some(id)) => in_flight
+                .lock()
+                .ok()
+                .and_then(|mut m| m.remove(&canonical_raw_id(id))),
             _ => None,
         };
         let ex = request.unwrap_or_else(|| {

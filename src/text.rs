@@ -30,9 +30,15 @@ mod tests {
 
     #[test]
     fn decodes_nested_encodings_and_stops() {
-        assert_eq!(percent_decode_repeatedly("victim%2540example.com"), "victim@example.com");
+        assert_eq!(
+            percent_decode_repeatedly("victim%2540example.com"),
+            "victim@example.com"
+        );
         assert_eq!(percent_decode_repeatedly("a%20b"), "a b");
         assert_eq!(percent_decode_repeatedly("100%"), "100%");
-        assert!(matches!(percent_decode_repeatedly("plain"), Cow::Borrowed(_)));
+        assert!(matches!(
+            percent_decode_repeatedly("plain"),
+            Cow::Borrowed(_)
+        ));
     }
 }

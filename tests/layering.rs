@@ -57,7 +57,10 @@ fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
 
 /// Unit-test files included with `#[path]` (`x_tests.rs`, `tests.rs`).
 fn is_test_file(path: &Path) -> bool {
-    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
     name == "tests.rs" || name.ends_with("_tests.rs")
 }
 
@@ -111,7 +114,10 @@ fn imports_point_down_only() {
         };
         modules.insert(module.clone());
         let Some(&own) = layers.get(module.as_str()) else {
-            violations.push(format!("{module} ({}) has no layer in tests/layering.rs", file.display()));
+            violations.push(format!(
+                "{module} ({}) has no layer in tests/layering.rs",
+                file.display()
+            ));
             continue;
         };
         for target in imports(&std::fs::read_to_string(&file).unwrap()) {
@@ -131,9 +137,16 @@ fn imports_point_down_only() {
             ));
         }
     }
-    assert!(violations.is_empty(), "layering violations:\n{}", violations.join("\n"));
+    assert!(
+        violations.is_empty(),
+        "layering violations:\n{}",
+        violations.join("\n")
+    );
     for (module, _) in LAYERS {
-        assert!(modules.contains(*module), "{module} is listed but does not exist");
+        assert!(
+            modules.contains(*module),
+            "{module} is listed but does not exist"
+        );
     }
 }
 
@@ -143,6 +156,9 @@ fn the_reader_sees_grouped_and_nested_paths() {
     let found = imports(text);
     assert_eq!(
         found,
-        ["audit", "mcp", "proxy"].iter().map(|s| s.to_string()).collect()
+        ["audit", "mcp", "proxy"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     );
 }

@@ -46,7 +46,9 @@ impl Scrubber {
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
         match crate::text::percent_decode_repeatedly(text) {
             Cow::Borrowed(_) => self.patterns.replace_all(text, REDACTED),
-            Cow::Owned(decoded) => Cow::Owned(self.patterns.replace_all(&decoded, REDACTED).into_owned()),
+            Cow::Owned(decoded) => {
+                Cow::Owned(self.patterns.replace_all(&decoded, REDACTED).into_owned())
+            }
         }
     }
 }

@@ -119,7 +119,10 @@ impl StreamJudge {
             return id_only(id);
         }
         let (message, verdict) =
-            match self.enforcer.judge_server_text(&self.exchange, data, &self.channel) {
+            match self
+                .enforcer
+                .judge_server_text(&self.exchange, data, &self.channel)
+            {
                 Judged::Plain => {
                     self.note_response(data);
                     return Some(raw);
@@ -128,10 +131,12 @@ impl StreamJudge {
             };
         match verdict {
             ServerVerdict::Keep => {
-                if let (Some(elicitation::ELICITATION_CREATE), Some(id)) =
-                    (message.get("method").and_then(Value::as_str), message.get("id"))
-                {
-                    self.forwarded.push(self.enforcer.pending_key(&self.exchange, id));
+                if let (Some(elicitation::ELICITATION_CREATE), Some(id)) = (
+                    message.get("method").and_then(Value::as_str),
+                    message.get("id"),
+                ) {
+                    self.forwarded
+                        .push(self.enforcer.pending_key(&self.exchange, id));
                 }
                 self.note_response_value(&message);
                 Some(raw)
@@ -202,7 +207,11 @@ impl StreamJudge {
     }
 
     fn mark_done_if(&mut self, theirs: Option<String>) {
-        let ours = self.exchange.request_id.as_deref().map(jsonrpc::canonical_raw_id);
+        let ours = self
+            .exchange
+            .request_id
+            .as_deref()
+            .map(jsonrpc::canonical_raw_id);
         if theirs.is_some() && theirs == ours {
             self.request_done = true;
             if !self.forwarded.is_empty() {
@@ -321,7 +330,9 @@ impl Enforcer {
         match self.judge_server_text(ex, &body, channel) {
             Judged::Plain | Judged::Read(_, ServerVerdict::Keep) => body,
             Judged::Read(_, ServerVerdict::Replace(v)) => Bytes::from(v.to_string()),
-            Judged::Read(_, ServerVerdict::Drop) => blocked_response(ex, &[RuleId::RequestMalformed]),
+            Judged::Read(_, ServerVerdict::Drop) => {
+                blocked_response(ex, &[RuleId::RequestMalformed])
+            }
             Judged::Read(_, ServerVerdict::Refuse(reason)) => {
                 ErrorObject::blocked([RuleId::RequestMalformed.as_str()])
                     .with_reason(reason)
@@ -341,8 +352,12 @@ impl Enforcer {
             Shape::Invalid => ServerVerdict::Refuse(Unreadable::Envelope.reason()),
             Shape::Request | Shape::Notification => {
                 match message.get("method").and_then(Value::as_str) {
-                    Some(elicitation::ELICITATION_CREATE) => self.judge_legacy(ex, message, channel),
-                    Some("notifications/elicitation/complete") => self.judge_completion(ex, message),
+                    Some(elicitation::ELICITATION_CREATE) => {
+                        self.judge_legacy(ex, message, channel)
+                    }
+                    Some("notifications/elicitation/complete") => {
+                        self.judge_completion(ex, message)
+                    }
                     // A task status notification (or any server message) whose params carry
                     // an `inputRequests` map: a client that shows what it finds would show
                     // these too, so they are judged; a blocked one is removed.
@@ -366,7 +381,9 @@ impl Enforcer {
                 }
             }
             Shape::Error => {
-                let code = message.pointer("/error/code").and_then(jsonrpc::numeric_code);
+                let code = message
+                    .pointer("/error/code")
+                    .and_then(jsonrpc::numeric_code);
                 if code == Some(codes::URL_ELICITATION_REQUIRED) {
                     self.judge_url_required(ex, message)
                 } else {
@@ -444,9 +461,11 @@ impl Enforcer {
                 OnBlock::Decline => Bytes::from(
                     json!({"jsonrpc":"2.0","id":id,"result":{"action":"decline"}}).to_string(),
                 ),
-                OnBlock::Error => ErrorObject::blocked(verdict.denied_by.iter().map(|r| r.as_str()))
-                    .with_code(codes::INVALID_PARAMS)
-                    .response(Some(id)),
+                OnBlock::Error => {
+                    ErrorObject::blocked(verdict.denied_by.iter().map(|r| r.as_str()))
+                        .with_code(codes::INVALID_PARAMS)
+                        .response(Some(id))
+                }
             };
             channel.answer(ex, answer, &self.recorder);
             return ServerVerdict::Drop;
@@ -655,4 +674,3 @@ fn blocked_value(ex: &Exchange, message: &Value, rules: &[RuleId]) -> Value {
 pub fn blocked_response(ex: &Exchange, rules: &[RuleId]) -> Bytes {
     ErrorObject::blocked(rules.iter().map(|r| r.as_str())).response(ex.request_id.as_deref())
 }
-

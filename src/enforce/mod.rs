@@ -520,8 +520,12 @@ impl Enforcer {
         let mut state = self.state();
         match state.sessions.get_mut(&key, now) {
             Some(s) if s.caps.is_none() => s.caps = Some(caps),
-            Some(_) => tracing::warn!(route = %ex.route_name, "A second initialize for a declared session was not allowed to change its capabilities."),
-            None => tracing::warn!(route = %ex.route_name, "An initialize named a session no server announced; it declares nothing."),
+            Some(_) => {
+                tracing::warn!(route = %ex.route_name, "A second initialize for a declared session was not allowed to change its capabilities.")
+            }
+            None => {
+                tracing::warn!(route = %ex.route_name, "An initialize named a session no server announced; it declares nothing.")
+            }
         }
     }
 

@@ -48,7 +48,9 @@ pub fn may_carry_elicitation(json: &[u8]) -> bool {
 
 /// True when the text cannot be UTF-8 JSON in a way that could hide the needles.
 fn not_utf8_json(json: &[u8]) -> bool {
-    json.starts_with(b"\xFE\xFF") || json.starts_with(b"\xFF\xFE") || memchr::memchr(0, json).is_some()
+    json.starts_with(b"\xFE\xFF")
+        || json.starts_with(b"\xFF\xFE")
+        || memchr::memchr(0, json).is_some()
 }
 
 /// [`may_carry_elicitation`], or the message may declare its protocol version in `_meta`

@@ -13,7 +13,10 @@ struct FakeServer(Mutex<Vec<Value>>);
 
 impl AnswerServer for FakeServer {
     fn answer(&self, _ex: &Exchange, body: Bytes, _recorder: &Recorder) {
-        self.0.lock().unwrap().push(serde_json::from_slice(&body).unwrap());
+        self.0
+            .lock()
+            .unwrap()
+            .push(serde_json::from_slice(&body).unwrap());
     }
 }
 
@@ -57,12 +60,18 @@ fn a_blocked_form_is_dropped_and_the_server_answered_through_the_trait() {
     let ex = session(&enforcer, r#"{"elicitation":{}}"#);
     let fake = Arc::new(FakeServer::default());
     let channel: ServerChannel = fake.clone();
-    assert!(matches!(judge(&enforcer, &ex, &channel, PASSWORD), ServerVerdict::Drop));
+    assert!(matches!(
+        judge(&enforcer, &ex, &channel, PASSWORD),
+        ServerVerdict::Drop
+    ));
     let answers = fake.0.lock().unwrap();
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0]["id"], "e-1");
     assert_eq!(answers[0]["error"]["code"], codes::INVALID_PARAMS);
-    assert_eq!(answers[0]["error"]["data"]["rules"], serde_json::json!(["form.secret"]));
+    assert_eq!(
+        answers[0]["error"]["data"]["rules"],
+        serde_json::json!(["form.secret"])
+    );
 }
 
 #[test]
@@ -80,21 +89,31 @@ fn an_allowed_form_is_pending_and_its_answer_checked_by_canonical_id() {
     let enforcer = enforcer("");
     let ex = session(&enforcer, r#"{"elicitation":{}}"#);
     let channel: ServerChannel = Arc::new(FakeServer::default());
-    assert!(matches!(judge(&enforcer, &ex, &channel, COLOUR), ServerVerdict::Keep));
+    assert!(matches!(
+        judge(&enforcer, &ex, &channel, COLOUR),
+        ServerVerdict::Keep
+    ));
     let answer = |text: &str| {
         let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
         enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text.to_owned()))
     };
     // An extra field: the server gets the gateway's error instead, the client a 400.
-    let verdict = answer(r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red","password":"x"}}}"#);
+    let verdict = answer(
+        r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red","password":"x"}}}"#,
+    );
     let ClientVerdict::Substitute { body, rejection } = verdict else {
         panic!("expected a substitute");
     };
     let to_server: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(to_server["error"]["data"]["rules"], serde_json::json!(["response.invalid"]));
+    assert_eq!(
+        to_server["error"]["data"]["rules"],
+        serde_json::json!(["response.invalid"])
+    );
     assert_eq!(rejection.status, StatusCode::BAD_REQUEST);
     // Answered once: a second answer is a replay.
-    let verdict = answer(r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red"}}}"#);
+    let verdict = answer(
+        r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red"}}}"#,
+    );
     assert!(matches!(verdict, ClientVerdict::Reject(_)));
 }
 
@@ -104,8 +123,12 @@ fn numeric_ids_match_in_any_spelling() {
     let ex = session(&enforcer, r#"{"elicitation":{}}"#);
     let channel: ServerChannel = Arc::new(FakeServer::default());
     let form = COLOUR.replace(r#""id":"e-2""#, r#""id":7"#);
-    assert!(matches!(judge(&enforcer, &ex, &channel, &form), ServerVerdict::Keep));
-    let text = r#"{"jsonrpc":"2.0","id":7.0,"result":{"action":"accept","content":{"colour":"red"}}}"#;
+    assert!(matches!(
+        judge(&enforcer, &ex, &channel, &form),
+        ServerVerdict::Keep
+    ));
+    let text =
+        r#"{"jsonrpc":"2.0","id":7.0,"result":{"action":"accept","content":{"colour":"red"}}}"#;
     let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
     assert!(matches!(
         enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text)),
@@ -125,7 +148,10 @@ fn unreadable_texts_are_refused_with_their_reason_and_plain_ones_not_parsed() {
         (nan.as_str(), "json.number"),
         (ambiguous.as_str(), "jsonrpc.shape"),
         (batch.as_str(), "jsonrpc.batch"),
-        (r#"{"jsonrpc":"2.0","method":"elicitation/create""#, "json.syntax"),
+        (
+            r#"{"jsonrpc":"2.0","method":"elicitation/create""#,
+            "json.syntax",
+        ),
     ] {
         match judge(&enforcer, &ex, &channel, text) {
             ServerVerdict::Refuse(r) => assert_eq!(r, reason, "{text}"),
@@ -150,7 +176,11 @@ fn a_url_required_error_in_any_number_spelling_is_judged() {
         );
         match judge(&enforcer, &ex, &channel, &text) {
             ServerVerdict::Replace(v) => {
-                assert_eq!(v["error"]["data"]["rules"], serde_json::json!(["mode.undeclared"]), "{code}")
+                assert_eq!(
+                    v["error"]["data"]["rules"],
+                    serde_json::json!(["mode.undeclared"]),
+                    "{code}"
+                )
             }
             other => panic!("{code}: {other:?}"),
         }

@@ -161,7 +161,9 @@ fn inspect_params(
             return;
         }
     };
-    if !params.contains_key("mode") && (params.contains_key("url") || params.contains_key("elicitationId")) {
+    if !params.contains_key("mode")
+        && (params.contains_key("url") || params.contains_key("elicitationId"))
+    {
         // Without `mode` this is a form to the gateway and the spec, yet a client that picks
         // the params shape by its members shows the URL: ambiguous, so malformed.
         hits.add(RuleId::RequestMalformed, "mode", "request.url_without_mode");

@@ -162,11 +162,16 @@ mod tests {
         let inner = encode("gzip", &text).await;
         let outer = encode("br", &inner).await;
         // Applied gzip then br: undone br first.
-        let out = run(outer, 3, vec![Coding::Brotli, Coding::Gzip]).await.unwrap();
+        let out = run(outer, 3, vec![Coding::Brotli, Coding::Gzip])
+            .await
+            .unwrap();
         assert_eq!(out.concat(), text);
         let mut two = encode("gzip", b"first ").await;
         two.extend(encode("gzip", b"second").await);
-        assert_eq!(run(two, 5, vec![Coding::Gzip]).await.unwrap().concat(), b"first second");
+        assert_eq!(
+            run(two, 5, vec![Coding::Gzip]).await.unwrap().concat(),
+            b"first second"
+        );
     }
 
     #[tokio::test]
@@ -193,9 +198,13 @@ mod tests {
         let last = gz.len() - 5;
         gz[last] ^= 0xff; // CRC
         assert!(run(gz, 4, vec![Coding::Gzip]).await.is_err());
-        assert!(run(b"not gzip at all".to_vec(), 4, vec![Coding::Gzip]).await.is_err());
+        assert!(run(b"not gzip at all".to_vec(), 4, vec![Coding::Gzip])
+            .await
+            .is_err());
         // Truncated.
         let gz = encode("gzip", &b"x".repeat(1000)).await;
-        assert!(run(gz[..gz.len() / 2].to_vec(), 4, vec![Coding::Gzip]).await.is_err());
+        assert!(run(gz[..gz.len() / 2].to_vec(), 4, vec![Coding::Gzip])
+            .await
+            .is_err());
     }
 }

@@ -102,7 +102,10 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
 
 /// True when a raw `id` is one JSON-RPC allows: a string or a number.
 fn id_is_valid(raw: &RawValue) -> bool {
-    matches!(raw.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9'))
+    matches!(
+        raw.get().as_bytes().first(),
+        Some(b'"' | b'-' | b'0'..=b'9')
+    )
 }
 
 impl Envelope {
@@ -225,7 +228,7 @@ pub fn numeric_code(value: &Value) -> Option<i64> {
         _ => return None,
     };
     // Integral and within range; 2^63 itself is out of range.
-    (float.fract() == 0.0 && float >= -9.223_372_036_854_776e18 && float < 9.223_372_036_854_776e18)
+    (float.fract() == 0.0 && (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&float))
         .then_some(float as i64)
 }
 
@@ -415,33 +418,71 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":5,"id":1}"#,
             r#"{"jsonrpc":"2.0","id":1}"#,
         ] {
-            assert_eq!(Envelope::peek(ambiguous.as_bytes()).kind, Kind::Invalid, "{ambiguous}");
+            assert_eq!(
+                Envelope::peek(ambiguous.as_bytes()).kind,
+                Kind::Invalid,
+                "{ambiguous}"
+            );
             if let Ok(v) = serde_json::from_str::<Value>(ambiguous) {
                 assert_eq!(classify(&v), Shape::Invalid, "{ambiguous}");
             }
         }
         let cases = [
-            (r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#, Kind::Request, Shape::Request),
-            (r#"{"jsonrpc":"2.0","method":"m"}"#, Kind::Notification, Shape::Notification),
-            (r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#, Kind::Notification, Shape::Notification),
-            (r#"{"jsonrpc":"2.0","id":"a","result":null}"#, Kind::Response, Shape::Result),
-            (r#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}"#, Kind::Response, Shape::Error),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#,
+                Kind::Request,
+                Shape::Request,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"m"}"#,
+                Kind::Notification,
+                Shape::Notification,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+                Kind::Notification,
+                Shape::Notification,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"a","result":null}"#,
+                Kind::Response,
+                Shape::Result,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"error":{"code":1,"message":"m"}}"#,
+                Kind::Response,
+                Shape::Error,
+            ),
         ];
         for (text, kind, shape) in cases {
             assert_eq!(Envelope::peek(text.as_bytes()).kind, kind, "{text}");
-            assert_eq!(classify(&serde_json::from_str(text).unwrap()), shape, "{text}");
+            assert_eq!(
+                classify(&serde_json::from_str(text).unwrap()),
+                shape,
+                "{text}"
+            );
         }
         // A member given twice: the envelope peek refuses it (parsed into a tree, the last
         // one wins, as in Python and JavaScript, so the tree has one reading).
         let twice = br#"{"jsonrpc":"2.0","id":1,"method":"a","method":"b"}"#;
         assert_eq!(Envelope::peek(twice).kind, Kind::Invalid);
         // No "jsonrpc":"2.0": not a message any SDK reads.
-        assert_eq!(classify(&serde_json::json!({"id":1,"method":"m"})), Shape::Invalid);
+        assert_eq!(
+            classify(&serde_json::json!({"id":1,"method":"m"})),
+            Shape::Invalid
+        );
     }
 
     #[test]
     fn every_spelling_of_a_code_is_one_number() {
-        for spelling in ["-32042", "-32042.0", "-3.2042e4", "-32042e0", r#""-32042""#, r#"" -32042 ""#] {
+        for spelling in [
+            "-32042",
+            "-32042.0",
+            "-3.2042e4",
+            "-32042e0",
+            r#""-32042""#,
+            r#"" -32042 ""#,
+        ] {
             let v: Value = serde_json::from_str(spelling).unwrap();
             assert_eq!(numeric_code(&v), Some(-32042), "{spelling}");
         }

@@ -66,7 +66,10 @@ pub fn read(text: &[u8]) -> Result<(Value, Shape), Unreadable> {
 /// Names the cause of a parse failure. serde_json's error kinds are coarse; its messages are
 /// stable enough to tell these apart, and anything unrecognised is plain `Syntax`.
 fn why(text: &[u8], e: &serde_json::Error) -> Unreadable {
-    if text.starts_with(b"\xEF\xBB\xBF") || text.starts_with(b"\xFE\xFF") || text.starts_with(b"\xFF\xFE") {
+    if text.starts_with(b"\xEF\xBB\xBF")
+        || text.starts_with(b"\xFE\xFF")
+        || text.starts_with(b"\xFF\xFE")
+    {
         return Unreadable::Bom;
     }
     let m = e.to_string();
@@ -74,7 +77,12 @@ fn why(text: &[u8], e: &serde_json::Error) -> Unreadable {
         Unreadable::Depth
     } else if m.contains("number out of range") || has_nonfinite(text) {
         Unreadable::Number
-    } else if m.contains("surrogate") || m.contains("hex escape") || m.contains("unicode") || m.contains("UTF-8") || m.contains("control character") {
+    } else if m.contains("surrogate")
+        || m.contains("hex escape")
+        || m.contains("unicode")
+        || m.contains("UTF-8")
+        || m.contains("control character")
+    {
         Unreadable::Unicode
     } else {
         Unreadable::Syntax
@@ -93,20 +101,50 @@ mod tests {
 
     #[test]
     fn what_a_client_reads_and_serde_does_not_is_a_named_refusal() {
-        let deep = format!("{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}1{}}}", "[".repeat(200), "]".repeat(200));
+        let deep = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}1{}}}",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
         let cases: Vec<(Vec<u8>, Unreadable)> = vec![
-            (b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".to_vec(), Unreadable::Bom),
-            (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":NaN}}".to_vec(), Unreadable::Number),
-            (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":-Infinity}}".to_vec(), Unreadable::Number),
-            (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":1e400}}".to_vec(), Unreadable::Number),
+            (
+                b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}".to_vec(),
+                Unreadable::Bom,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":NaN}}".to_vec(),
+                Unreadable::Number,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":-Infinity}}".to_vec(),
+                Unreadable::Number,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":1e400}}".to_vec(),
+                Unreadable::Number,
+            ),
             (deep.into_bytes(), Unreadable::Depth),
-            (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"\\ud800\"}}".to_vec(), Unreadable::Unicode),
-            (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"\xff\"}}".to_vec(), Unreadable::Unicode),
-            (b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"result\":{}}".to_vec(), Unreadable::Envelope),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"\\ud800\"}}".to_vec(),
+                Unreadable::Unicode,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"x\":\"\xff\"}}".to_vec(),
+                Unreadable::Unicode,
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\",\"result\":{}}".to_vec(),
+                Unreadable::Envelope,
+            ),
             (b"{\"jsonrpc\":\"2.0\",".to_vec(), Unreadable::Syntax),
         ];
         for (text, want) in cases {
-            assert_eq!(read(&text).map(|_| ()), Err(want), "{}", String::from_utf8_lossy(&text));
+            assert_eq!(
+                read(&text).map(|_| ()),
+                Err(want),
+                "{}",
+                String::from_utf8_lossy(&text)
+            );
         }
         let (v, shape) = read(br#"{"jsonrpc":"2.0","id":1,"result":{"x":1.5e3}}"#).unwrap();
         assert_eq!(shape, Shape::Result);

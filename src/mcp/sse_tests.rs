@@ -204,7 +204,12 @@ fn event_types_clients_act_on() {
         (b"event: Message\ndata: x\n\n", false),
         (b"event: message \ndata: x\n\n", false),
     ] {
-        assert_eq!(SseFields::parse(raw).is_message(), message, "{}", String::from_utf8_lossy(raw));
+        assert_eq!(
+            SseFields::parse(raw).is_message(),
+            message,
+            "{}",
+            String::from_utf8_lossy(raw)
+        );
     }
 }
 

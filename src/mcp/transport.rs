@@ -89,7 +89,9 @@ pub fn classify(headers: &HeaderMap) -> Result<BodyShape, TransportRefusal> {
         if let (Some(only), None) = (types.next(), types.next()) {
             let media = match only.as_bytes() {
                 b"application/json" | b"application/json; charset=utf-8" => Some(Media::Json),
-                b"text/event-stream" | b"text/event-stream; charset=utf-8" => Some(Media::EventStream),
+                b"text/event-stream" | b"text/event-stream; charset=utf-8" => {
+                    Some(Media::EventStream)
+                }
                 _ => None,
             };
             if let Some(media) = media {
@@ -211,17 +213,29 @@ mod tests {
             "application/vnd.api+json",
             " application/json",
         ] {
-            assert_eq!(classify(&headers(json, None)).unwrap().media, Media::Json, "{json}");
+            assert_eq!(
+                classify(&headers(json, None)).unwrap().media,
+                Media::Json,
+                "{json}"
+            );
         }
         for sse in [
             "text/event-stream",
             "TEXT/EVENT-STREAM; charset=UTF-8",
             "text/event-streamx",
         ] {
-            assert_eq!(classify(&headers(sse, None)).unwrap().media, Media::EventStream, "{sse}");
+            assert_eq!(
+                classify(&headers(sse, None)).unwrap().media,
+                Media::EventStream,
+                "{sse}"
+            );
         }
         for other in ["text/html", "text/plain", "application/octet-stream"] {
-            assert_eq!(classify(&headers(other, None)).unwrap().media, Media::Other, "{other}");
+            assert_eq!(
+                classify(&headers(other, None)).unwrap().media,
+                Media::Other,
+                "{other}"
+            );
         }
         assert_eq!(
             classify(&headers("text/event-stream; x=application/json", None)),
@@ -245,7 +259,11 @@ mod tests {
             "application/json; charset=latin1",
             "text/event-stream; foo=bar; CharSet=\"UTF-7\"",
         ] {
-            assert_eq!(classify(&headers(bad, None)), Err(TransportRefusal::Charset), "{bad}");
+            assert_eq!(
+                classify(&headers(bad, None)),
+                Err(TransportRefusal::Charset),
+                "{bad}"
+            );
         }
         // Bodies no client parses keep whatever they declare.
         assert!(classify(&headers("text/html; charset=utf-7", None)).is_ok());
@@ -259,7 +277,10 @@ mod tests {
         assert!(shape.is_identity());
         for coding in ["br", "zstd", "x-gzip"] {
             assert_eq!(
-                classify(&headers("application/json", Some(coding))).unwrap().codings.len(),
+                classify(&headers("application/json", Some(coding)))
+                    .unwrap()
+                    .codings
+                    .len(),
                 1
             );
         }

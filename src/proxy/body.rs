@@ -49,7 +49,10 @@ pub enum Source {
 }
 
 impl Source {
-    fn poll_frame(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, RelayError>>> {
+    fn poll_frame(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, RelayError>>> {
         match self {
             Source::Plain(body) => Pin::new(body)
                 .poll_frame(cx)

@@ -23,8 +23,8 @@
 use super::answer::HttpAnswer;
 use super::body::{Relay, ResponseBody, Source};
 use super::headers;
-use super::respond;
 use super::request_metrics::HttpMethod;
+use super::respond;
 use super::upstream::{self, Lease};
 use super::{Gateway, Route};
 use crate::enforce::judge::{ServerChannel, StreamJudge};

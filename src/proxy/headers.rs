@@ -51,7 +51,10 @@ pub fn to_upstream(headers: &mut HeaderMap, peer: &HeaderValue, scheme: &'static
     headers.remove(header::CONTENT_LENGTH);
     // Ask for bodies the gateway reads as sent; codings that still come are decoded (and
     // forwarded decoded), so the client's own Accept-Encoding has no use upstream.
-    headers.insert(header::ACCEPT_ENCODING, HeaderValue::from_static("identity"));
+    headers.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
     let xff = HeaderName::from_static("x-forwarded-for");
     let prior = headers.get(&xff).map(|v| v.to_str());
     match prior {
