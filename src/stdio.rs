@@ -5,7 +5,8 @@
 //!
 //! Owns the process lifecycle: the child's stderr passes through; a line longer than
 //! `limits.max_request_body` (client) or `limits.max_sse_event` (server) is refused without
-//! reading it whole; client EOF closes the child's stdin and waits for it (bounded by
+//! reading it whole (an over-long server line answers every request in flight with the
+//! blocked-content error, so no call hangs); client EOF closes the child's stdin and waits for it (bounded by
 //! `timeouts.shutdown_grace`, then it is killed); SIGTERM/SIGINT are passed to the child; the
 //! child's exit status becomes ours; nothing is left running (the child is killed if we are
 //! dropped). Standard output carries only protocol lines: audit events that would go to stdout
@@ -307,10 +308,7 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
         let line = match read_line(&mut reader, max_line).await {
             Ok(Line::Message(line)) => Bytes::from(line),
             Ok(Line::TooLong) => {
-                tracing::warn!(
-                    limit = max_line,
-                    "Dropped an over-long line from the server."
-                );
+                refuse_over_long_line(&enforcer, &route, &in_flight, &to_client, max_line);
                 continue;
             }
             Ok(Line::Eof) | Err(_) => return,
@@ -343,20 +341,76 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
             Judged::Read(message, ServerVerdict::Refuse(reason)) => {
                 // A response to an in-flight request (to some reader) the client would
                 // otherwise wait for forever: the blocked-content error for its id instead.
-                let in_flight_id = match (envelope.kind, ex.request_id.as_deref()) {
-                    (Kind::Response, Some(id)) => Some(id.to_owned()),
-                    _ => message.get("id").and_then(|id| {
-                        let key = canonical_id(id);
-                        let mut map = in_flight.lock().ok()?;
-                        map.remove(&key)?.request_id
-                    }),
+                // The ids it names: its own, or each batch member's.
+                let named: Vec<&serde_json::Value> = match &message {
+                    serde_json::Value::Array(members) => {
+                        members.iter().filter_map(|m| m.get("id")).collect()
+                    }
+                    one => one.get("id").into_iter().collect(),
                 };
-                if let Some(id) = in_flight_id {
+                let in_flight_ids: Vec<Box<serde_json::value::RawValue>> =
+                    match (envelope.kind, ex.request_id.as_deref()) {
+                        (Kind::Response, Some(id)) => vec![id.to_owned()],
+                        _ => in_flight.lock().map_or_else(
+                            |_| Vec::new(),
+                            |mut map| {
+                                named
+                                    .iter()
+                                    .filter_map(|id| map.remove(&canonical_id(id))?.request_id)
+                                    .collect()
+                            },
+                        ),
+                    };
+                for id in &in_flight_ids {
                     let error = ErrorObject::blocked(["request.malformed"]).with_reason(reason);
-                    let _ = to_client.send(error.response(Some(&*id)));
+                    let _ = to_client.send(error.response(Some(&**id)));
+                }
+                if in_flight_ids.is_empty() && message.is_null() {
+                    // Unreadable (a client's laxer parser may still read it as the response
+                    // to one of its calls): which call it ends is unknowable, so every call
+                    // in flight ends with the blocked-content error rather than hang.
+                    end_calls_in_flight(&in_flight, &to_client, reason);
                 }
             }
         }
+    }
+}
+
+/// An over-long server line is never forwarded (the gateway could not read it), and the client
+/// must not wait forever for the response it may have been: every call in flight ends.
+fn refuse_over_long_line(
+    enforcer: &Enforcer,
+    route: &Arc<str>,
+    in_flight: &InFlight,
+    to_client: &mpsc::UnboundedSender<Bytes>,
+    max_line: usize,
+) {
+    tracing::warn!(
+        limit = max_line,
+        "Refused an over-long line from the server."
+    );
+    let unnamed = enforcer.begin_stdio(route.clone(), &Envelope::peek(b""));
+    enforcer
+        .recorder
+        .refused(&unnamed, "server", "body_too_large");
+    end_calls_in_flight(in_flight, to_client, "body_too_large");
+}
+
+/// Ends every client request in flight with the blocked-content error (`reason`), for a server
+/// line the gateway refused (and recorded) without knowing which request it answered. Only this
+/// server's own calls are affected.
+fn end_calls_in_flight(
+    in_flight: &InFlight,
+    to_client: &mpsc::UnboundedSender<Bytes>,
+    reason: &'static str,
+) {
+    let waiting: Vec<Exchange> = in_flight
+        .lock()
+        .map(|mut m| m.drain().map(|(_, ex)| ex).collect())
+        .unwrap_or_default();
+    for id in waiting.iter().filter_map(|ex| ex.request_id.as_deref()) {
+        let error = ErrorObject::blocked(["request.malformed"]).with_reason(reason);
+        let _ = to_client.send(error.response(Some(id)));
     }
 }
 

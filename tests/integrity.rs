@@ -255,6 +255,9 @@ async fn lenient_media_types_are_judged_and_other_charsets_refused() {
         "text/event-stream; charset=utf-7",
         "text/event-stream; charset=utf-16",
         "application/json; charset=latin1",
+        // RFC 2231 spellings, decoded by Python's email.message (and so by its client).
+        "text/event-stream; charset*=''utf-7",
+        "text/event-stream; charset*0=utf-7",
     ] {
         let upstream = raw_server(move |_, _| {
             full(
@@ -679,4 +682,134 @@ async fn input_requests_in_any_server_message_are_judged() {
     assert!(!leaked(&body), "{body}");
     assert!(body.contains("\"ok\""), "{body}");
     gw.shutdown().await;
+}
+
+// --- GET streams: a client may read any successful GET body as events -----------------------
+
+#[tokio::test]
+async fn get_bodies_of_any_type_are_judged_as_event_streams() {
+    // The TypeScript client reads a 2xx GET body as SSE whatever its Content-Type.
+    for content_type in [
+        "text/plain",
+        "application/octet-stream",
+        "",
+        "application/json",
+    ] {
+        let upstream = MockUpstream::start(move |seen| {
+            if seen.method == http::Method::GET {
+                full(StatusCode::OK, content_type, sse(&[password_form("e-1")]))
+            } else {
+                full(StatusCode::ACCEPTED, "", "")
+            }
+        })
+        .await;
+        let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+        let req = Request::get(gw.url())
+            .header("accept", "text/event-stream")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        let (status, _, body) = tokio::time::timeout(Duration::from_secs(20), send(req))
+            .await
+            .expect("the client was left waiting");
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(status, StatusCode::OK, "{content_type}");
+        assert!(!leaked(&body), "{content_type}: {body}");
+        gw.shutdown().await;
+    }
+    // A body with no `data:` field passes as it came.
+    let page = "<html>\n<body>hello</body>\n</html>\n";
+    let upstream = MockUpstream::start(move |_| full(StatusCode::OK, "text/html", page)).await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    let req = Request::get(gw.url())
+        .body(Full::new(Bytes::new()))
+        .unwrap();
+    let (_, _, body) = send(req).await;
+    assert_eq!(body, page.as_bytes());
+    gw.shutdown().await;
+}
+
+// --- Empty bodies declared with a coding ---------------------------------------------------
+
+#[tokio::test]
+async fn an_empty_coded_body_is_an_empty_body() {
+    let upstream = MockUpstream::start(|seen| {
+        let msg = body_json(seen);
+        let mut r = if msg["method"] == "initialize" {
+            full(StatusCode::OK, "application/json",
+                json!({"jsonrpc":"2.0","id":msg["id"],"result":{"protocolVersion":"2025-11-25","capabilities":{}}}).to_string())
+        } else {
+            full(StatusCode::ACCEPTED, "application/json", "")
+        };
+        r.headers_mut().insert("mcp-session-id", "s-1".parse().unwrap());
+        r.headers_mut().insert("content-encoding", "gzip".parse().unwrap());
+        r
+    })
+    .await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    let req = in_session(rpc_post(
+        &gw.url(),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    ));
+    let (status, _, body) = send(req).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    assert!(body.is_empty());
+    gw.shutdown().await;
+}
+
+// --- stdio: an over-long server line leaves no call waiting ---------------------------------
+
+#[tokio::test]
+async fn stdio_over_long_server_lines_answer_the_calls_in_flight() {
+    use tokio::io::{AsyncBufReadExt, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("stdio.yaml");
+    std::fs::write(
+        &config,
+        "audit: { sink: off }\nlog: { level: error }\nlimits: { max_sse_event: 64KiB }\n",
+    )
+    .unwrap();
+    // After the call: one 200 KB line (a password form padded past the bound), then a
+    // notification that ends the test.
+    let script = r#"read init; echo '{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{}}}'; read call;
+printf '{"jsonrpc":"2.0","id":1,"result":{"pad":"%0200000d","resultType":"input_required","inputRequests":{"k":{"method":"elicitation/create","params":{"message":"Enter your password","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}}}}}\n' 0;
+echo '{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"done"}}'; sleep 2"#;
+    let mut gw = tokio::process::Command::new(env!("CARGO_BIN_EXE_elicitgate"))
+        .args(["stdio", "--config"])
+        .arg(&config)
+        .args(["--", "sh", "-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = gw.stdin.take().unwrap();
+    stdin.write_all(br#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#).await.unwrap();
+    stdin.write_all(b"\n").await.unwrap();
+    stdin
+        .write_all(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#)
+        .await
+        .unwrap();
+    stdin.write_all(b"\n").await.unwrap();
+    let mut out = BufReader::new(gw.stdout.take().unwrap()).lines();
+    let mut seen = Vec::new();
+    while let Ok(Ok(Some(line))) =
+        tokio::time::timeout(Duration::from_secs(20), out.next_line()).await
+    {
+        let done = line.contains("notifications/message");
+        seen.push(line);
+        if done {
+            break;
+        }
+    }
+    assert!(seen.iter().all(|l| !l.contains("password")), "{seen:?}");
+    let answered = seen
+        .iter()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["id"] == 1)
+        .unwrap_or_else(|| panic!("call 1 was left waiting: {seen:?}"));
+    assert_eq!(answered["error"]["code"], -31042);
+    assert_eq!(answered["error"]["data"]["reason"], "body_too_large");
+    drop(stdin);
+    let _ = tokio::time::timeout(Duration::from_secs(20), gw.wait()).await;
 }

@@ -69,6 +69,9 @@ pub struct Exchange {
     pub answer_headers: AnswerHeaders,
     /// A stdio exchange: one client, one session the gateway itself named.
     pub stdio: bool,
+    /// An HTTP GET (a standalone or resumed stream): some clients read any successful GET
+    /// body as an event stream.
+    pub get: bool,
 }
 
 /// The request headers the gateway repeats when it answers the server on the client's behalf
@@ -292,6 +295,7 @@ impl Enforcer {
             upstream_uri,
             answer_headers,
             stdio: false,
+            get: method == Method::GET,
         }
     }
 
@@ -315,6 +319,7 @@ impl Enforcer {
             upstream_uri: http::Uri::default(),
             answer_headers: AnswerHeaders::default(),
             stdio: true,
+            get: false,
         }
     }
 

@@ -13,6 +13,7 @@ use super::transport::Coding;
 use async_compression::tokio::bufread::{
     BrotliDecoder, DeflateDecoder, GzipDecoder, ZlibDecoder, ZstdDecoder,
 };
+use async_compression::zstd::DParameter;
 use bytes::Bytes;
 use futures_util::stream::{Stream, TryStreamExt};
 use futures_util::TryFutureExt;
@@ -20,6 +21,9 @@ use std::io;
 use std::pin::Pin;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, BufReader};
 use tokio_util::io::{ReaderStream, StreamReader};
+
+/// Largest zstd window accepted, as a power of two (8 MiB, RFC 9659 §3).
+pub const ZSTD_WINDOW_LOG_MAX: u32 = 23;
 
 /// Largest piece of decoded output produced at once.
 pub const CHUNK: usize = 16 * 1024;
@@ -49,6 +53,11 @@ where
 
 /// One decoding layer over `inner`.
 async fn layer(mut inner: Reader, coding: Coding) -> io::Result<Reader> {
+    // An empty body is empty whatever its declared coding (a 202 or a drained stream sent with
+    // `Content-Encoding: gzip`): clients read nothing, so there is nothing to decode or refuse.
+    if inner.fill_buf().await?.is_empty() {
+        return Ok(inner);
+    }
     Ok(match coding {
         Coding::Gzip => {
             let mut d = GzipDecoder::new(inner);
@@ -81,7 +90,11 @@ async fn layer(mut inner: Reader, coding: Coding) -> io::Result<Reader> {
         }
         Coding::Brotli => Box::pin(BufReader::new(BrotliDecoder::new(inner))),
         Coding::Zstd => {
-            let mut d = ZstdDecoder::new(inner);
+            // RFC 9659: HTTP zstd windows are at most 8 MiB; the library default (128 MiB per
+            // stream) would let each hostile stream pin that much memory. Larger: a decode
+            // error, so refused.
+            let window = [DParameter::window_log_max(ZSTD_WINDOW_LOG_MAX)];
+            let mut d = ZstdDecoder::with_params(inner, &window);
             d.multiple_members(true);
             Box::pin(BufReader::new(d))
         }
@@ -190,6 +203,42 @@ mod tests {
             total += chunk.len();
         }
         assert_eq!(total, zeros.len());
+    }
+
+    #[tokio::test]
+    async fn an_empty_body_is_empty_whatever_its_coding() {
+        for coding in [Coding::Gzip, Coding::Deflate, Coding::Brotli, Coding::Zstd] {
+            let out = run(Vec::new(), 1, vec![coding, Coding::Gzip])
+                .await
+                .unwrap();
+            assert!(out.concat().is_empty(), "{coding:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn zstd_windows_beyond_8_mib_are_refused() {
+        use async_compression::zstd::CParameter;
+        let data = vec![b'a'; 64 * 1024];
+        let encode_window = |log: u32| {
+            let data = data.clone();
+            async move {
+                let mut e = ZstdEncoder::with_quality_and_params(
+                    Vec::new(),
+                    async_compression::Level::Default,
+                    &[CParameter::window_log(log)],
+                );
+                e.write_all(&data).await.unwrap();
+                e.shutdown().await.unwrap();
+                e.into_inner()
+            }
+        };
+        let small = encode_window(ZSTD_WINDOW_LOG_MAX).await;
+        assert_eq!(
+            run(small, 4096, vec![Coding::Zstd]).await.unwrap().concat(),
+            data
+        );
+        let large = encode_window(ZSTD_WINDOW_LOG_MAX + 4).await;
+        assert!(run(large, 4096, vec![Coding::Zstd]).await.is_err());
     }
 
     #[tokio::test]

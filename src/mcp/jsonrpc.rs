@@ -248,8 +248,13 @@ pub fn canonical_id(id: &Value) -> String {
 /// [`canonical_id`] of a raw id as a message spelled it.
 pub fn canonical_raw_id(raw: &RawValue) -> String {
     let text = raw.get();
-    // Plain integers and strings, by far the most common, need no parse.
-    if text.bytes().all(|b| b.is_ascii_digit() || b == b'-') || text.starts_with('"') {
+    // Integers in i64 range and strings without escapes, by far the most common, need no
+    // JSON parse; anything else (`-0`, integers past i64 that read as floats, `"\u0061"`) is
+    // keyed by its parsed value, exactly as [`canonical_id`] keys it.
+    if let Ok(int) = text.parse::<i64>() {
+        return int.to_string();
+    }
+    if text.starts_with('"') && !text.contains('\\') {
         return text.to_owned();
     }
     serde_json::from_str::<Value>(text)
@@ -502,6 +507,16 @@ mod tests {
         assert_eq!(raw("7"), key("7"));
         assert_eq!(raw("7.0"), key("7"));
         assert_eq!(raw(r#""a""#), key(r#""a""#));
+        // Found by the jsonrpc_classify fuzz target: one id, one key, however it is spelled.
+        for spelling in [
+            "-0",
+            "123456789012345678901234",
+            "18446744073709551615",
+            r#""\u0061""#,
+        ] {
+            assert_eq!(raw(spelling), key(spelling), "{spelling}");
+        }
+        assert_eq!(raw(r#""\u0061""#), raw(r#""a""#));
     }
 
     #[test]

@@ -135,18 +135,25 @@ pub fn media(headers: &HeaderMap) -> Result<Media, TransportRefusal> {
     }
 }
 
-/// Accepts no `charset` parameter or `utf-8` (any case, quoted or not, `utf8` too).
+/// Accepts no `charset` parameter or `utf-8` (any case, quoted or not, `utf8` too). Any other
+/// parameter whose name starts with `charset` is refused: RFC 2231 spellings (`charset*=''utf-7`,
+/// `charset*0=utf-7`) are decoded by Python's `email.message` and so by its MCP client.
 pub fn charset(headers: &HeaderMap) -> Result<(), TransportRefusal> {
     for value in headers.get_all(CONTENT_TYPE) {
         let Ok(text) = value.to_str() else {
             return Err(TransportRefusal::Charset);
         };
         for param in text.split(';').skip(1) {
-            let Some((name, val)) = param.split_once('=') else {
+            let (name, val) = param.split_once('=').unwrap_or((param, ""));
+            let name = name.trim();
+            let named_charset = name
+                .get(..7)
+                .is_some_and(|head| head.eq_ignore_ascii_case("charset"));
+            if !named_charset {
                 continue;
-            };
-            if !name.trim().eq_ignore_ascii_case("charset") {
-                continue;
+            }
+            if name.len() != 7 {
+                return Err(TransportRefusal::Charset);
             }
             let val = val.trim().trim_matches('"').trim();
             if !(val.eq_ignore_ascii_case("utf-8") || val.eq_ignore_ascii_case("utf8")) {
@@ -258,6 +265,12 @@ mod tests {
             "application/json; charset=utf-16",
             "application/json; charset=latin1",
             "text/event-stream; foo=bar; CharSet=\"UTF-7\"",
+            "text/event-stream; charset*=''utf-7",
+            "text/event-stream; charset*=utf-8''utf-7",
+            "application/json; charset*0=utf-7",
+            "application/json; charset*0*=''utf-7",
+            "application/json; charset",
+            "application/json; charset=",
         ] {
             assert_eq!(
                 classify(&headers(bad, None)),

@@ -27,7 +27,7 @@ use super::request_metrics::HttpMethod;
 use super::respond;
 use super::upstream::{self, Lease};
 use super::{Gateway, Route};
-use crate::enforce::judge::{ServerChannel, StreamJudge};
+use crate::enforce::judge::{EndpointRewrite, ServerChannel, StreamJudge};
 use crate::enforce::{ClientVerdict, Exchange};
 use crate::error::GatewayError;
 use crate::mcp::jsonrpc::Envelope;
@@ -258,6 +258,10 @@ async fn relay_response(
     };
     let event_stream = shape.media == Media::EventStream;
     headers::to_client(&mut parts.headers, event_stream);
+    // The TypeScript client reads any successful GET body as an event stream whatever its
+    // type, so a GET body of another type is judged as one too (a well-formed JSON or HTML
+    // body carries no `data:` field and passes as it came).
+    let judge_as_stream = event_stream || (exchange.get && parts.status.is_success());
     let limits = &gateway.settings.limits;
     let idle = gateway.settings.timeouts.stream_idle;
     let source = if shape.is_identity() {
@@ -288,13 +292,17 @@ async fn relay_response(
     let body = if matches!(&source, Source::Plain(b) if b.is_end_stream()) {
         upstream::release(lease);
         ResponseBody::empty()
-    } else if event_stream {
+    } else if judge_as_stream {
         let max_event = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
+        // `endpoint` events announce the 2024-11-05 POST URL, on that era's GET stream only.
+        let endpoints = exchange
+            .get
+            .then(|| Box::new(route.endpoint_map()) as Box<dyn EndpointRewrite>);
         let judge = StreamJudge::new(
             gateway.enforcer.clone(),
             exchange,
             Arc::new(HttpAnswer(route.upstream.clone())),
-            Some(Box::new(route.endpoint_map())),
+            endpoints,
         );
         let mut relay = Box::new(Relay::new(
             source,
