@@ -3,6 +3,11 @@
 // installed in ../node/node_modules) as an oracle.
 //
 //   diff_client.mjs --url http://127.0.0.1:PORT/mcp --cases FILE [--concurrency 8] [--timeout 5]
+//   diff_client.mjs --command "SERVER COMMAND" --cases FILE [--accept-colour] ...   (stdio)
+//
+// With --command, every case spawns that command (split on spaces) with the SDK's
+// `StdioClientTransport` instead of connecting to --url. With --accept-colour, a form asking only
+// for `colour` is answered `accept {"colour": "blue"}` (the others are declined).
 //
 // FILE holds one JSON object per line (hostile_upstream.py --list). Each legacy case runs in a
 // fresh session: `Client` + `StreamableHTTPClientTransport`, capabilities
@@ -26,6 +31,7 @@ const sdkRoot = process.env.ELICITGATE_TS_SDK ?? join(here, '..', 'node', 'node_
 const sdk = (p) => import(pathToFileURL(join(sdkRoot, 'dist', 'esm', p)).href);
 const { Client } = await sdk('client/index.js');
 const { StreamableHTTPClientTransport } = await sdk('client/streamableHttp.js');
+const { StdioClientTransport } = await sdk('client/stdio.js');
 const { ElicitRequestSchema, UrlElicitationRequiredError, McpError } = await sdk('types.js');
 
 const AFTER_SURFACED_MS = 1500;
@@ -33,13 +39,15 @@ const AFTER_SURFACED_MS = 1500;
 const { values: opt } = parseArgs({
   options: {
     url: { type: 'string' },
+    command: { type: 'string' },
+    'accept-colour': { type: 'boolean', default: false },
     cases: { type: 'string' },
     concurrency: { type: 'string', default: '8' },
     timeout: { type: 'string', default: '5' },
   },
 });
-if (!opt.url || !opt.cases) {
-  process.stderr.write('usage: diff_client.mjs --url URL --cases FILE [--concurrency N] [--timeout S]\n');
+if (!(opt.url || opt.command) || !opt.cases) {
+  process.stderr.write('usage: diff_client.mjs (--url URL | --command CMD) --cases FILE [--concurrency N] [--timeout S] [--accept-colour]\n');
   process.exit(2);
 }
 const timeoutMs = Math.round(Number(opt.timeout) * 1000);
@@ -76,13 +84,24 @@ async function runCase(c) {
   let markSurfaced;
   const surfaced = new Promise((r) => { markSurfaced = r; });
   client.setRequestHandler(ElicitRequestSchema, async (request) => {
-    rec.surfaced.push(describe(request.params, 'callback'));
+    const shown = describe(request.params, 'callback');
+    rec.surfaced.push(shown);
     markSurfaced();
+    if (opt['accept-colour'] && shown.mode === 'form' && JSON.stringify(shown.props) === '["colour"]') {
+      rec.sent = { action: 'accept', content: { colour: 'blue' } };
+      return { action: 'accept', content: { colour: 'blue' } };
+    }
     return { action: 'decline' };
   });
   const errors = [];
   client.onerror = (e) => { if (errors.length < 3) errors.push(short(e?.message ?? e, 300)); };
-  const transport = new StreamableHTTPClientTransport(new URL(opt.url));
+  let transport;
+  if (opt.command) {
+    const [command, ...args] = opt.command.split(' ').filter((w) => w);
+    transport = new StdioClientTransport({ command, args, env: { ...process.env }, stderr: 'inherit' });
+  } else {
+    transport = new StreamableHTTPClientTransport(new URL(opt.url));
+  }
   const work = (async () => {
     try {
       await client.connect(transport, { timeout: timeoutMs });
@@ -91,7 +110,10 @@ async function runCase(c) {
       const first = (result.content ?? []).find((x) => x.type === 'text');
       try {
         const parsed = first ? JSON.parse(first.text) : null;
-        if (parsed && typeof parsed === 'object') rec.answer = parsed.answer ?? null;
+        if (parsed && typeof parsed === 'object') {
+          rec.answer = parsed.answer ?? null;
+          if ('answer_raw' in parsed) rec.answer_raw = parsed.answer_raw;
+        }
       } catch { /* not JSON */ }
       rec.detail = `result isError=${result.isError ?? false}`;
     } catch (e) {
@@ -111,7 +133,7 @@ async function runCase(c) {
     }),
   ]);
   if (errors.length) rec.transportErrors = errors;
-  try { if (transport.sessionId) await Promise.race([transport.terminateSession(), sleep(500)]); } catch { /* best effort */ }
+  try { if (!opt.command && transport.sessionId) await Promise.race([transport.terminateSession(), sleep(500)]); } catch { /* best effort */ }
   try { await Promise.race([client.close(), sleep(500)]); } catch { /* best effort */ }
   rec.ms = Date.now() - started;
   return rec;

@@ -2,6 +2,13 @@
 """elicitgate differential test: the official Python MCP SDK (`mcp` 2.x) as an oracle.
 
     diff_client.py --url http://127.0.0.1:PORT/mcp --cases FILE [--concurrency 8] [--timeout 5]
+    diff_client.py --command "SERVER COMMAND" --cases FILE [--accept-colour] ...   (stdio)
+
+With --command, every case spawns that command (shell words) with the SDK's stdio client
+(`stdio_client(StdioServerParameters)` + `ClientSession` for legacy cases,
+`Client(StdioServerParameters, mode="2026-07-28")` for modern ones) instead of connecting to
+--url. With --accept-colour, a form asking only for `colour` is answered
+`accept {"colour": "blue"}` (the others are declined), so the server can report what reached it.
 
 FILE holds one JSON object per line (the output of `hostile_upstream.py --list`); each case is
 run in a fresh session, concurrently up to --concurrency:
@@ -29,6 +36,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import shlex
 import sys
 import time
 from typing import Any
@@ -36,10 +45,12 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp import Client, ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError, UrlElicitationRequiredError
 
 AFTER_SURFACED = 1.5
+ACCEPTED_CONTENT = {"colour": "blue"}
 
 
 def emit(obj: dict[str, Any]) -> None:
@@ -88,15 +99,19 @@ def short(s: str, n: int = 160) -> str:
     return s if len(s) <= n else s[: n - 1] + "…"
 
 
-async def run_case(url: str, case: dict[str, Any], timeout: float) -> dict[str, Any]:
+async def run_case(url: str | None, case: dict[str, Any], timeout: float, command: str | None = None, accept_colour: bool = False) -> dict[str, Any]:
     name = case["name"]
     rec: dict[str, Any] = {"case": name, "client": "python", "surfaced": [], "call": "timeout", "detail": "", "answer": None}
     started = time.monotonic()
     surfaced = anyio.Event()
 
     async def on_elicit(ctx: Any, params: Any) -> Any:
-        rec["surfaced"].append(describe(params, "callback"))
+        shown = describe(params, "callback")
+        rec["surfaced"].append(shown)
         surfaced.set()
+        if accept_colour and shown.get("mode") == "form" and shown.get("props") == ["colour"]:
+            rec["sent"] = {"action": "accept", "content": ACCEPTED_CONTENT}
+            return types.ElicitResult(action="accept", content=dict(ACCEPTED_CONTENT))
         return types.ElicitResult(action="decline")
 
     def took_result(result: Any) -> None:
@@ -108,14 +123,25 @@ async def run_case(url: str, case: dict[str, Any], timeout: float) -> dict[str, 
             parsed = text
         if isinstance(parsed, dict):
             rec["answer"] = parsed.get("answer")
+            if "answer_raw" in parsed:
+                rec["answer_raw"] = parsed.get("answer_raw")
         rec["detail"] = short(f"result isError={getattr(result, 'is_error', None)}")
 
     async def call() -> None:
         try:
+            stdio = None
+            if command is not None:
+                argv = shlex.split(command)
+                stdio = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
             if case["era"] == "modern":
-                client = Client(url, mode="2026-07-28", elicitation_callback=on_elicit, read_timeout_seconds=timeout, cache=None)
+                client = Client(stdio if stdio is not None else url, mode="2026-07-28", elicitation_callback=on_elicit, read_timeout_seconds=timeout, cache=None)
                 async with client:
                     took_result(await client.call_tool(name, {}))
+            elif stdio is not None:
+                async with stdio_client(stdio) as (read, write):
+                    async with ClientSession(read, write, read_timeout_seconds=timeout, elicitation_callback=on_elicit) as session:
+                        await session.initialize()
+                        took_result(await session.call_tool(name, {}))
             else:
                 async with streamable_http_client(url) as (read, write):
                     async with ClientSession(read, write, read_timeout_seconds=timeout, elicitation_callback=on_elicit) as session:
@@ -168,7 +194,7 @@ async def main_async(args: argparse.Namespace) -> None:
     async def one(case: dict[str, Any]) -> None:
         async with limiter:
             try:
-                rec = await run_case(args.url, case, args.timeout)
+                rec = await run_case(args.url, case, args.timeout, args.command, args.accept_colour)
             except BaseException as exc:  # noqa: BLE001 - a crash in one case is a record, not an abort
                 if isinstance(exc, anyio.get_cancelled_exc_class()):
                     raise
@@ -182,12 +208,16 @@ async def main_async(args: argparse.Namespace) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--url", required=True)
+    ap.add_argument("--url")
+    ap.add_argument("--command", help="stdio: the server command line (shell words), spawned per case")
+    ap.add_argument("--accept-colour", action="store_true", help="answer a colour-only form accept {colour: blue}")
     ap.add_argument("--cases", required=True, help="JSON lines as printed by hostile_upstream.py --list")
     ap.add_argument("--concurrency", type=int, default=8)
     ap.add_argument("--timeout", type=float, default=5.0, help="per case, seconds")
     ap.add_argument("--debug", action="store_true", help="SDK logs on stderr")
     args = ap.parse_args()
+    if (args.url is None) == (args.command is None):
+        ap.error("give exactly one of --url and --command")
     logging.basicConfig(level=logging.DEBUG if args.debug else logging.CRITICAL)
     if not args.debug:
         logging.disable(logging.CRITICAL)
