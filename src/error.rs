@@ -29,6 +29,14 @@ pub enum GatewayError {
     /// Reading the request body from the client failed.
     #[error("failed to read the request body")]
     ClientBody(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The client paused longer than `timeouts.request_body_idle` between two pieces of its
+    /// body, or took longer than `timeouts.request_body` for all of it.
+    #[error("request body not received in time ({stage})")]
+    BodyTimeout { stage: &'static str },
+    /// The process-wide budget for buffered bodies (`limits.request_buffer_budget`) is spent:
+    /// the request is refused at once rather than queued behind stalled peers.
+    #[error("the gateway is busy; retry later")]
+    Overloaded,
     /// The upstream refused or could not be reached.
     #[error("upstream unavailable")]
     UpstreamConnect(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -52,7 +60,11 @@ pub enum GatewayError {
 impl GatewayError {
     pub fn fault(&self) -> Fault {
         match self {
-            Self::NoRoute | Self::BodyTooLarge { .. } | Self::ClientBody(_) => Fault::Client,
+            Self::NoRoute
+            | Self::BodyTooLarge { .. }
+            | Self::ClientBody(_)
+            | Self::BodyTimeout { .. } => Fault::Client,
+            Self::Overloaded => Fault::Gateway,
             Self::UpstreamConnect(_)
             | Self::UpstreamTimeout { .. }
             | Self::Upstream(_)
@@ -68,6 +80,8 @@ impl GatewayError {
             Self::NoRoute => "no_route",
             Self::BodyTooLarge { .. } => "body_too_large",
             Self::ClientBody(_) => "client_body",
+            Self::BodyTimeout { stage } => stage,
+            Self::Overloaded => "buffer_budget",
             Self::UpstreamConnect(_) => "connect",
             Self::UpstreamTimeout { stage } => stage,
             Self::Upstream(_) => "protocol",
@@ -82,6 +96,8 @@ impl GatewayError {
             Self::NoRoute => StatusCode::NOT_FOUND,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::ClientBody(_) => StatusCode::BAD_REQUEST,
+            Self::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
+            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::UpstreamConnect(_)
             | Self::Upstream(_)
             | Self::ResponseTooLarge { .. }
@@ -95,9 +111,11 @@ impl GatewayError {
     /// specification and must not be invented by intermediaries.
     pub fn jsonrpc_code(&self) -> i64 {
         match self {
-            Self::NoRoute | Self::BodyTooLarge { .. } | Self::ClientBody(_) => {
-                codes::INVALID_REQUEST
-            }
+            Self::NoRoute
+            | Self::BodyTooLarge { .. }
+            | Self::ClientBody(_)
+            | Self::BodyTimeout { .. } => codes::INVALID_REQUEST,
+            Self::Overloaded => codes::INTERNAL_ERROR,
             Self::UpstreamConnect(_)
             | Self::UpstreamTimeout { .. }
             | Self::Upstream(_)

@@ -169,6 +169,8 @@ pub fn enforcer_for(
     let limits = enforce::state::StateLimits {
         max_sessions: settings.limits.max_sessions,
         max_pending: settings.limits.max_pending,
+        max_pending_bytes: usize::try_from(settings.limits.max_pending_bytes.as_u64())
+            .unwrap_or(usize::MAX),
         session_ttl: settings.timeouts.session_idle,
     };
     Ok(Arc::new(enforce::Enforcer::new(policies, limits, recorder)))
@@ -220,7 +222,16 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
     });
     let gateway_for = {
         let (metrics, enforcer) = (metrics.clone(), enforcer.clone());
-        move || proxy::Gateway::new(settings.clone(), metrics.clone(), enforcer.clone())
+        let budget =
+            proxy::read::BufferBudget::new(settings.limits.request_buffer_budget.as_u64());
+        move || {
+            proxy::Gateway::new(
+                settings.clone(),
+                metrics.clone(),
+                enforcer.clone(),
+                budget.clone(),
+            )
+        }
     };
     let workers =
         proxy::server::spawn_workers(listeners, tls, gateway_for, &Shutdown(stopping.clone()))?;

@@ -56,6 +56,8 @@ pub struct Metrics {
     /// Messages not forwarded because they could not be read as a client reads them, by
     /// route, direction (server, client) and reason.
     pub refused_messages: IntCounterVec,
+    /// Legacy elicitations released unanswered (the server was told), by route and reason.
+    pub pending_released: IntCounterVec,
     /// Elicitations asked and not yet answered.
     pub pending_elicitations: IntGauge,
     /// Legacy sessions whose declared capabilities are remembered.
@@ -229,6 +231,11 @@ impl Metrics {
                 "gateway_answers_total",
                 "Answers the gateway sent to servers for blocked elicitations, by route and result (ok, failed).",
                 &["route", "result"],
+            ),
+            pending_released: f.counter(
+                "pending_released_total",
+                "Legacy elicitations the gateway stopped tracking without an answer and answered to the server itself, by route and reason (expired, evicted, client_gone).",
+                &["route", "reason"],
             ),
             pending_elicitations: f.gauge(
                 "pending_elicitations",

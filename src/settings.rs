@@ -62,6 +62,12 @@ pub struct Limits {
     pub max_sessions: usize,
     /// Elicitations awaiting an answer, per kind of table (oldest evicted first).
     pub max_pending: usize,
+    /// Bytes each table of asked elicitations may hold (oldest evicted first; an evicted
+    /// legacy elicitation's server is told).
+    pub max_pending_bytes: ByteSize,
+    /// Bytes the whole process may hold in whole-body buffers at once (request bodies, JSON
+    /// answers read for judgment); past it, requests get 503 at once.
+    pub request_buffer_budget: ByteSize,
 }
 
 impl Default for Limits {
@@ -73,6 +79,8 @@ impl Default for Limits {
             max_response_body: ByteSize::mib(16),
             max_sessions: 100_000,
             max_pending: 10_000,
+            max_pending_bytes: ByteSize::mib(64),
+            request_buffer_budget: ByteSize::mib(256),
         }
     }
 }
@@ -102,6 +110,12 @@ pub struct Timeouts {
     /// How long a legacy session's capabilities are remembered after its last use.
     #[serde(with = "humantime_serde")]
     pub session_idle: Duration,
+    /// Time a client gets to send a whole request body; exceeded → 408.
+    #[serde(with = "humantime_serde")]
+    pub request_body: Duration,
+    /// Longest silence between two pieces of a request body; exceeded → 408.
+    #[serde(with = "humantime_serde")]
+    pub request_body_idle: Duration,
 }
 
 impl Default for Timeouts {
@@ -114,6 +128,8 @@ impl Default for Timeouts {
             tls_handshake: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(30),
             session_idle: Duration::from_secs(3600),
+            request_body: Duration::from_secs(30),
+            request_body_idle: Duration::from_secs(10),
         }
     }
 }
@@ -403,6 +419,11 @@ impl Settings {
         if self.limits.max_request_body.as_u64() == 0 || self.limits.max_sse_event.as_u64() == 0 {
             errors.push("limits: sizes must be greater than zero".into());
         }
+        if self.limits.request_buffer_budget < self.limits.max_request_body {
+            errors.push(
+                "limits.request_buffer_budget: must be at least limits.max_request_body".into(),
+            );
+        }
         if self.audit.sink == AuditSinkKind::File && self.audit.file.is_none() {
             errors.push("audit.file: required with `sink: file`".into());
         }
@@ -416,6 +437,8 @@ impl Settings {
             ("stream_idle", t.stream_idle),
             ("client_header", t.client_header),
             ("tls_handshake", t.tls_handshake),
+            ("request_body", t.request_body),
+            ("request_body_idle", t.request_body_idle),
         ] {
             if value.is_zero() {
                 errors.push(format!("timeouts.{name}: must be greater than zero"));

@@ -13,7 +13,7 @@
 //! ([`crate::mcp::message::read`]), exactly one JSON-RPC shape, judgment. A text that names an
 //! elicitation carrier but cannot be read that way is [`ServerVerdict::Refuse`]d (fail closed).
 
-use super::state::{Asked, AskedEntry, Pending, PendingKey, SessionKey};
+use super::state::{Asked, AskedEntry, Pending, PendingKey, Release, SessionKey};
 use super::{Enforcer, Exchange};
 use crate::elicitation::{self, ClientCaps, ElicitationView, Mode, ModeField};
 use crate::inspect::{self, AskedElicitation, Era, InspectContext, RuleId, UnknownAnswer, Verdict};
@@ -153,6 +153,15 @@ impl StreamJudge {
         }
     }
 
+    /// The client went away before the upstream stream ended. Elicitations this stream showed
+    /// and its request's response never came for are released.
+    pub fn client_gone(&mut self) {
+        if !self.request_done && !self.forwarded.is_empty() {
+            self.enforcer.release_pending(&self.forwarded);
+            self.forwarded.clear();
+        }
+    }
+
     /// The end of the upstream stream. `tail` is what followed the last complete event: a
     /// client may still dispatch it (Python's does when it ends in a lone CR), so it is judged
     /// as an event. If an event was refused and the response never came, the client gets the
@@ -276,6 +285,26 @@ pub enum Judged {
 }
 
 impl Enforcer {
+    /// The client left a stream before its request was answered: the legacy elicitations it
+    /// was shown can no longer be answered through it, so each is released (its server's
+    /// call ends with an error) instead of waiting out its time to live.
+    pub fn release_pending(&self, keys: &[PendingKey]) {
+        let now = Instant::now();
+        let mut state = self.state();
+        let gone: Vec<Pending> = keys
+            .iter()
+            .filter_map(|k| state.pending.remove(k, now))
+            .collect();
+        let expired = state.pending.take_dropped();
+        self.recorder
+            .pending(state.pending_count(), state.sessions.len());
+        drop(state);
+        for pending in gone {
+            self.release_one(pending, "client_gone");
+        }
+        self.release(expired);
+    }
+
     /// Drops pending legacy elicitations whose stream has ended.
     pub fn forget_pending(&self, keys: &[PendingKey]) {
         let now = Instant::now();
@@ -485,21 +514,26 @@ impl Enforcer {
                 .insert((ex.route, scope.clone(), eid.clone()), false, now, ttl);
         }
         let key = self.pending_key(ex, id);
-        state.pending.insert(
-            key,
-            Pending {
-                asked,
-                asked_at: now,
-                fingerprint,
-                mode,
-                scope,
-                elicitation_id,
-            },
-            now,
-            ttl,
-        );
+        let pending = Pending {
+            asked,
+            asked_at: now,
+            fingerprint,
+            mode,
+            scope,
+            elicitation_id,
+            release: Some(Release {
+                channel: channel.clone(),
+                exchange: Arc::new(ex.clone()),
+                id: id.clone(),
+            }),
+        };
+        let weight = pending.weight();
+        state.pending.insert_weighted(key, pending, weight, now, ttl);
+        let dropped = state.pending.take_dropped();
         self.recorder
             .pending(state.pending_count(), state.sessions.len());
+        drop(state);
+        self.release(dropped);
         ServerVerdict::Keep
     }
 
@@ -592,16 +626,15 @@ impl Enforcer {
         };
         if let Some(key) = key {
             let mut state = self.state();
-            state.asked.insert(
-                key,
-                Asked {
-                    entries,
-                    asked_at: now,
-                    scope: ex.scope(),
-                },
-                now,
-                policy.pending_ttl(),
-            );
+            let asked = Asked {
+                entries,
+                asked_at: now,
+                scope: ex.scope(),
+            };
+            let weight = asked.weight();
+            state
+                .asked
+                .insert_weighted(key, asked, weight, now, policy.pending_ttl());
             self.recorder
                 .pending(state.pending_count(), state.sessions.len());
         }

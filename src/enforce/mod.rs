@@ -43,6 +43,7 @@ pub const STDIO_SESSION: &str = "stdio";
 pub const POLICY_BLOCKED_CODE: i64 = codes::POLICY_BLOCKED;
 
 /// Everything known about one client request, for judging what comes back.
+#[derive(Clone)]
 pub struct Exchange {
     pub route: usize,
     pub route_name: Arc<str>,
@@ -110,6 +111,7 @@ impl AnswerHeaders {
 }
 
 /// Who is calling, computed only when an elicitation path needs it.
+#[derive(Clone)]
 struct Principal {
     authorization: Option<HeaderValue>,
     peer: Option<IpAddr>,
@@ -231,12 +233,48 @@ impl Enforcer {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Drops expired state; called periodically.
+    /// Drops expired state; called periodically. Servers still waiting for an answer the
+    /// gateway stopped tracking are told so.
     pub fn sweep(&self) {
         let mut state = self.state();
         state.sweep(Instant::now());
+        let dropped = state.pending.take_dropped();
         self.recorder
             .pending(state.pending_count(), state.sessions.len());
+        drop(state);
+        self.release(dropped);
+    }
+
+    /// Ends the server's call for each legacy elicitation the gateway stopped tracking without
+    /// an answer (expired, evicted, or its client went away): the server gets a JSON-RPC error
+    /// for its request id, so no call waits forever for an answer that can no longer come
+    /// through the gateway. Called without the state lock.
+    pub(crate) fn release(&self, dropped: Vec<(state::Pending, table::Dropped)>) {
+        for (pending, why) in dropped {
+            let reason = match why {
+                table::Dropped::Expired => "expired",
+                table::Dropped::Evicted => "evicted",
+                table::Dropped::Cleared => "cleared",
+            };
+            self.release_one(pending, reason);
+        }
+    }
+
+    pub(crate) fn release_one(&self, pending: state::Pending, reason: &'static str) {
+        let Some(release) = pending.release else {
+            return;
+        };
+        let error = ErrorObject::gateway(
+            codes::INTERNAL_ERROR,
+            "The user's answer did not reach the gateway in time",
+            serde_json::json!({ "reason": format!("elicitation_{reason}") }),
+        );
+        let body = error.response(Some(&release.id));
+        self.recorder
+            .pending_released(&release.exchange.route_name, reason);
+        release
+            .channel
+            .answer(&release.exchange, body, &self.recorder);
     }
 
     /// Starts an exchange for a routed client request.
@@ -576,7 +614,10 @@ impl Enforcer {
         let Some(pending) = state.pending.remove(&key, now) else {
             let replay = state.answered.get(&key, now).is_some();
             let looks_like_answer = message.pointer("/result/action").is_some();
+            // An entry that expired without being swept yet: its server is told now.
+            let expired = state.pending.take_dropped();
             drop(state);
+            self.release(expired);
             if !replay && !looks_like_answer {
                 // An answer to some other server request (ping, sampling, roots).
                 return ClientVerdict::Forward(body);

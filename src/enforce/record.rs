@@ -251,6 +251,16 @@ impl Recorder {
             .inc();
     }
 
+    /// A legacy elicitation the gateway stopped tracking unanswered (`expired`, `evicted`,
+    /// `client_gone`): its server is being told.
+    pub fn pending_released(&self, route: &str, reason: &'static str) {
+        tracing::info!(route, reason, "Released an unanswered elicitation; the server is told.");
+        self.metrics
+            .pending_released
+            .with_label_values(&[route, reason])
+            .inc();
+    }
+
     /// Sizes of the enforcement tables.
     pub fn pending(&self, pending: usize, sessions: usize) {
         self.metrics.pending_elicitations.set(pending as i64);

@@ -12,7 +12,10 @@
 //! - **declined**: fingerprints of elicitations the user declined or cancelled, per scope;
 //! - **rate**: elicitations per scope in the current minute.
 //!
-//! Plain data: the caller passes the time in and holds the lock.
+//! Plain data: the caller passes the time in and holds the lock. The tables of asked
+//! elicitations are bounded in bytes too (`limits.max_pending_bytes`: a hostile schema must
+//! not make each entry cost megabytes), and the legacy pending table reports what it drops
+//! unanswered (expired, evicted) with the [`Release`] that ends the server's call.
 
 use super::table::TtlTable;
 use crate::elicitation::{ClientCaps, Mode};
@@ -26,6 +29,8 @@ use std::time::{Duration, Instant};
 pub struct StateLimits {
     pub max_sessions: usize,
     pub max_pending: usize,
+    /// Byte budget of each table of asked elicitations (legacy pending, 2026 asked).
+    pub max_pending_bytes: usize,
     pub session_ttl: Duration,
 }
 
@@ -61,6 +66,34 @@ pub struct Pending {
     pub mode: Mode,
     pub scope: Scope,
     pub elicitation_id: Option<String>,
+    /// How to end the server's call if the answer never comes.
+    pub release: Option<Release>,
+}
+
+impl Pending {
+    /// Approximate bytes this entry holds, for the table's byte budget.
+    pub fn weight(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.asked.approx_bytes()
+            + self.elicitation_id.as_ref().map_or(0, String::len)
+            + self.release.as_ref().map_or(0, Release::weight)
+    }
+}
+
+/// What the gateway needs to answer a server itself for an elicitation it stopped tracking:
+/// the channel back to the server, the exchange it came in, and the server's request id.
+pub struct Release {
+    pub channel: super::judge::ServerChannel,
+    pub exchange: Arc<super::Exchange>,
+    pub id: serde_json::Value,
+}
+
+impl Release {
+    fn weight(&self) -> usize {
+        // The exchange is shared by every elicitation of its stream; counted once per entry
+        // anyway, which errs on the safe side.
+        std::mem::size_of::<super::Exchange>() + 64
+    }
 }
 
 /// Where a 2026-07-28 `inputRequests` map is remembered.
@@ -98,6 +131,22 @@ pub struct Asked {
     pub scope: Scope,
 }
 
+impl Asked {
+    /// Approximate bytes this entry holds, for the table's byte budget.
+    pub fn weight(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self
+                .entries
+                .iter()
+                .map(|(k, e)| {
+                    k.len()
+                        + std::mem::size_of::<AskedEntry>()
+                        + e.asked.as_ref().map_or(0, AskedElicitation::approx_bytes)
+                })
+                .sum::<usize>()
+    }
+}
+
 /// Fixed one-minute window of elicitations for one scope.
 #[derive(Debug, Clone, Copy)]
 pub struct RateWindow {
@@ -125,10 +174,10 @@ impl State {
         let sessions = limits.max_sessions;
         Self {
             sessions: TtlTable::new(sessions),
-            pending: TtlTable::new(pending),
+            pending: TtlTable::with_budget(pending, limits.max_pending_bytes).reporting(),
             answered: TtlTable::new(pending),
             url_ids: TtlTable::new(pending),
-            asked: TtlTable::new(pending),
+            asked: TtlTable::with_budget(pending, limits.max_pending_bytes),
             declined: TtlTable::new(pending),
             rate: TtlTable::new(sessions),
             limits,
@@ -200,6 +249,8 @@ impl State {
         self.sessions.remove(&key, now);
         self.pending
             .retain_keys(|k| !(k.route == route && &k.session == session));
+        // The client ended the session, and the server with it: nothing to answer.
+        self.pending.take_dropped();
     }
 
     /// Drops expired entries everywhere.

@@ -224,13 +224,24 @@ fn inspect_form(view: &ElicitationView<'_>, policy: &Policy, hits: &mut Hits) {
     }
     let max_string = policy.form().max_string_bytes;
     if check_limits {
-        let count = schema::properties(schema).map_or(0, |p| p.len());
+        let properties = schema::properties(schema);
+        let count = properties.map_or(0, |p| p.len());
         if count > policy.form().max_properties {
             hits.add(
                 RuleId::FormLimits,
                 "requestedSchema.properties",
                 "limits.properties",
             );
+        }
+        let max_values = policy.form().max_enum_values;
+        for (name, prop) in properties.into_iter().flatten() {
+            if schema::choice_count(prop) > max_values {
+                hits.add(
+                    RuleId::FormLimits,
+                    format!("requestedSchema.properties.{}", schema::key_loc(name)),
+                    "limits.enum_values",
+                );
+            }
         }
     }
     schema::for_each_text(schema, |loc, role, s| {
@@ -283,7 +294,9 @@ fn inspect_url(view: &ElicitationView<'_>, ctx: &InspectContext, policy: &Policy
 pub struct AskedElicitation {
     /// Form or URL.
     pub mode: Mode,
-    /// The asked `requestedSchema` (form mode), cloned up to [`ASKED_SCHEMA_MAX_DEPTH`] levels.
+    /// What answer validation needs of the asked `requestedSchema` (form mode): the schema
+    /// without what is only shown to the user (titles, descriptions, defaults, labels), up to
+    /// [`ASKED_SCHEMA_MAX_DEPTH`] levels.
     pub requested_schema: Option<Value>,
     /// `elicitationId` (2025-11-25 URL mode).
     pub elicitation_id: Option<String>,
@@ -303,7 +316,7 @@ impl AskedElicitation {
             requested_schema: match mode {
                 Mode::Form => view
                     .requested_schema()
-                    .map(|s| clone_bounded(s, ASKED_SCHEMA_MAX_DEPTH)),
+                    .map(|s| clone_for_validation(s, ASKED_SCHEMA_MAX_DEPTH)),
                 Mode::Url => None,
             },
             elicitation_id: view.elicitation_id().map(str::to_string),
@@ -317,19 +330,68 @@ impl AskedElicitation {
 /// reads at most four levels, and a bounded copy keeps hostile nesting cheap.
 pub const ASKED_SCHEMA_MAX_DEPTH: usize = 16;
 
-/// Clone `v`, replacing anything deeper than `depth` levels with `null`.
-fn clone_bounded(v: &Value, depth: usize) -> Value {
+/// Schema keywords only shown to the user; answer validation never reads them.
+const DISPLAY_ONLY: [&str; 6] = [
+    "title",
+    "description",
+    "default",
+    "enumNames",
+    "examples",
+    "$comment",
+];
+
+/// Clone `v` for answer validation: display-only keywords of schema objects left out (a
+/// property *named* like one, under `properties`, is kept), anything deeper than `depth`
+/// levels replaced with `null`.
+fn clone_for_validation(v: &Value, depth: usize) -> Value {
+    clone_schema(v, depth, false)
+}
+
+fn clone_schema(v: &Value, depth: usize, property_map: bool) -> Value {
     if depth == 0 {
         return Value::Null;
     }
     match v {
-        Value::Array(a) => Value::Array(a.iter().map(|x| clone_bounded(x, depth - 1)).collect()),
+        Value::Array(a) => Value::Array(
+            a.iter()
+                .map(|x| clone_schema(x, depth - 1, false))
+                .collect(),
+        ),
         Value::Object(o) => Value::Object(
             o.iter()
-                .map(|(k, x)| (k.clone(), clone_bounded(x, depth - 1)))
+                .filter(|(k, _)| property_map || !DISPLAY_ONLY.contains(&k.as_str()))
+                .map(|(k, x)| {
+                    let next = !property_map && k == "properties";
+                    (k.clone(), clone_schema(x, depth - 1, next))
+                })
                 .collect(),
         ),
         other => other.clone(),
+    }
+}
+
+/// Approximate heap bytes of a JSON value (strings and keys, plus a per-node overhead), for
+/// byte budgets.
+fn approx_value_bytes(v: &Value) -> usize {
+    const NODE: usize = std::mem::size_of::<Value>();
+    NODE + match v {
+        Value::String(s) => s.len(),
+        Value::Array(a) => a.iter().map(approx_value_bytes).sum(),
+        Value::Object(o) => o
+            .iter()
+            .map(|(k, x)| k.len() + 2 * NODE + approx_value_bytes(x))
+            .sum(),
+        _ => 0,
+    }
+}
+
+impl AskedElicitation {
+    /// Approximate heap bytes this record holds, for the pending tables' byte budget.
+    pub fn approx_bytes(&self) -> usize {
+        std::mem::size_of::<Self>()
+            + self.requested_schema.as_ref().map_or(0, approx_value_bytes)
+            + self.elicitation_id.as_ref().map_or(0, String::len)
+            + self.key.as_ref().map_or(0, String::len)
     }
 }
 

@@ -82,6 +82,19 @@ pub(crate) fn kind_of(prop: &Value) -> PropKind {
     }
 }
 
+/// How many options a property lists, in any of the places a client reads them from (`enum`,
+/// `oneOf`, `anyOf`, `enumNames`, and the same under `items`): the largest of them.
+pub(crate) fn choice_count(prop: &Value) -> usize {
+    let lists = |v: &Value| {
+        ["enum", "oneOf", "anyOf", "enumNames"]
+            .iter()
+            .filter_map(|k| v.get(k).and_then(Value::as_array).map(Vec::len))
+            .max()
+            .unwrap_or(0)
+    };
+    lists(prop).max(prop.get("items").map_or(0, lists))
+}
+
 /// The `properties` map of a schema, if well-formed enough to iterate.
 pub(crate) fn properties(schema: &Value) -> Option<&Map<String, Value>> {
     schema.get("properties").and_then(Value::as_object)

@@ -22,6 +22,8 @@ pub const DEFAULT_MAX_PROPERTIES: u32 = 20;
 pub const DEFAULT_MAX_STRING_BYTES: u32 = 2048;
 /// Default `form.max_message_bytes`.
 pub const DEFAULT_MAX_MESSAGE_BYTES: u32 = 4096;
+/// Default `form.max_enum_values`.
+pub const DEFAULT_MAX_ENUM_VALUES: u32 = 100;
 /// Default `repeat.window`, `pending.ttl`.
 pub const DEFAULT_WINDOW: Duration = Duration::from_secs(600);
 /// Default `rate.max_per_minute`.
@@ -154,6 +156,12 @@ pub fn compile_policy(
         &format!("{fpath}.max_message_bytes"),
         errors,
     );
+    let max_enum_values = positive(
+        form_raw.max_enum_values,
+        DEFAULT_MAX_ENUM_VALUES,
+        &format!("{fpath}.max_enum_values"),
+        errors,
+    );
     let extra_terms = form_raw.extra_secret_terms.unwrap_or_default();
     let lexicon = if extra_terms.is_empty() {
         SecretLexicon::builtin()
@@ -284,6 +292,7 @@ pub fn compile_policy(
             max_properties: max_properties as usize,
             max_string_bytes: max_string_bytes as usize,
             max_message_bytes: max_message_bytes as usize,
+            max_enum_values: max_enum_values as usize,
             lexicon,
             allow_property_names,
         },

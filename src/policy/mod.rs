@@ -54,6 +54,8 @@ pub struct FormPolicy {
     pub max_string_bytes: usize,
     /// Maximum bytes of `message`.
     pub max_message_bytes: usize,
+    /// Maximum options of one choice property.
+    pub max_enum_values: usize,
     /// The secret lexicon (built-in, plus extra terms when configured).
     pub lexicon: Arc<SecretLexicon>,
     /// Folded property names exempt from `form.secret`.

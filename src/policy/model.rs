@@ -291,6 +291,9 @@ section! {
         max_string_bytes: u32,
         /// Maximum UTF-8 bytes of `message` (default 4096; rule `form.limits`).
         max_message_bytes: u32,
+        /// Maximum options of one enum / single- or multi-select property (default 100; rule
+        /// `form.limits`).
+        max_enum_values: u32,
         /// Terms added to the built-in multilingual secret lexicon (rule `form.secret`).
         /// Latin-script terms match as whole words (after Unicode and case
         /// normalisation); terms containing CJK, kana, Hangul or Thai match as substrings.

@@ -265,6 +265,12 @@ impl Drop for Relay {
         if self.counted_open {
             self.metrics.sse_open.dec();
         }
+        if !self.upstream_done {
+            // Dropped before the upstream ended: the client went away.
+            if let Some(judge) = &mut self.judge {
+                judge.client_gone();
+            }
+        }
     }
 }
 

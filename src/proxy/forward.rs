@@ -1,9 +1,10 @@
 //! The per-request pipeline, in a fixed order:
 //!
 //! 1. **route**: find the route by path prefix (unknown path → 404 JSON-RPC error);
-//! 2. **read the body**, bounded by `limits.max_request_body` (413 before reading when the
-//!    declared length is already too large): MCP messages are small JSON documents that later
-//!    stages must see whole;
+//! 2. **read the body** ([`super::read`]), bounded by `limits.max_request_body` (413, before
+//!    reading when the declared length is already too large), by `timeouts.request_body_idle`
+//!    and `timeouts.request_body` (408) and by the process-wide `limits.request_buffer_budget`
+//!    (503): MCP messages are small JSON documents that later stages must see whole;
 //! 3. **peek the envelope** (JSON-RPC `id`, `method`, strict shape) for error bodies and
 //!    metric labels;
 //! 4. **enforce, client side**: the body's transport (a content coding or a charset other than
@@ -23,6 +24,7 @@
 use super::answer::HttpAnswer;
 use super::body::{Relay, ResponseBody, Source};
 use super::headers;
+use super::read;
 use super::request_metrics::HttpMethod;
 use super::respond;
 use super::upstream::{self, Lease};
@@ -112,7 +114,7 @@ async fn exchange(
     envelope: &mut Envelope,
 ) -> Result<Response<ResponseBody>, GatewayError> {
     let (mut parts, body) = request.into_parts();
-    let body = read_body(body, gateway.settings.limits.max_request_body.as_u64()).await?;
+    let (body, _held) = read_request(body, gateway).await?;
     if parts.method == Method::POST {
         *envelope = Envelope::peek(&body);
     }
@@ -179,60 +181,31 @@ fn request_transport(headers: &http::HeaderMap) -> Result<(), transport::Transpo
     transport::charset(headers)
 }
 
-/// Reads a request body up to `limit` bytes.
-async fn read_body(body: Incoming, limit: u64) -> Result<Bytes, GatewayError> {
-    match read_whole(body, limit).await {
-        Ok(bytes) => Ok(bytes),
-        Err(WholeError::TooLarge) => Err(GatewayError::BodyTooLarge { limit }),
-        Err(WholeError::Body(e)) => Err(GatewayError::ClientBody(Box::new(e))),
-    }
-}
-
-enum WholeError<E> {
-    TooLarge,
-    Body(E),
-}
-
-/// Reads a body whole, at most `limit` bytes. A body that arrives in one frame (small MCP
-/// messages almost always do) is returned as that frame, without a copy; one in several frames
-/// is joined into a buffer sized once from its declared length (no regrowth copies). A body
-/// declared longer than `limit` is refused before anything is read.
-async fn read_whole<B>(mut body: B, limit: u64) -> Result<Bytes, WholeError<B::Error>>
-where
-    B: http_body::Body<Data = Bytes> + Unpin,
-{
-    let hint = body.size_hint();
-    if hint.lower() > limit {
-        return Err(WholeError::TooLarge);
-    }
-    let declared = hint.exact().and_then(|len| usize::try_from(len).ok());
-    let limit = usize::try_from(limit).unwrap_or(usize::MAX);
-    let mut total = 0usize;
-    let mut single: Option<Bytes> = None;
-    let mut joined: Option<bytes::BytesMut> = None;
-    while let Some(frame) = body.frame().await {
-        let Ok(data) = frame.map_err(WholeError::Body)?.into_data() else {
-            continue; // trailers
-        };
-        total = total.saturating_add(data.len());
-        if total > limit {
-            return Err(WholeError::TooLarge);
-        }
-        if let Some(buf) = joined.as_mut() {
-            buf.extend_from_slice(&data);
-        } else if let Some(head) = single.take() {
-            let mut buf = bytes::BytesMut::with_capacity(declared.unwrap_or(0).max(total));
-            buf.extend_from_slice(&head);
-            buf.extend_from_slice(&data);
-            joined = Some(buf);
-        } else {
-            single = Some(data);
-        }
-    }
-    Ok(joined
-        .map(bytes::BytesMut::freeze)
-        .or(single)
-        .unwrap_or_default())
+/// Reads a request body whole, bounded in size, time and the process-wide buffer budget
+/// ([`read::whole`]); the returned share of the budget is held until the exchange ends.
+async fn read_request(
+    body: Incoming,
+    gateway: &Gateway,
+) -> Result<(Bytes, Option<read::Held>), GatewayError> {
+    let limit = gateway.settings.limits.max_request_body.as_u64();
+    let timeouts = &gateway.settings.timeouts;
+    let bounds = read::Bounds {
+        limit,
+        idle: timeouts.request_body_idle,
+        total: timeouts.request_body,
+        budget: &gateway.budget,
+    };
+    read::whole(body, &bounds).await.map_err(|e| match e {
+        read::ReadError::TooLarge => GatewayError::BodyTooLarge { limit },
+        read::ReadError::Idle => GatewayError::BodyTimeout {
+            stage: "body_idle_timeout",
+        },
+        read::ReadError::Total => GatewayError::BodyTimeout {
+            stage: "body_timeout",
+        },
+        read::ReadError::Budget => GatewayError::Overloaded,
+        read::ReadError::Body(e) => GatewayError::ClientBody(Box::new(e)),
+    })
 }
 
 /// Passes the upstream response on, through the reading pipeline: the transport stage
@@ -279,7 +252,7 @@ async fn relay_response(
 
     if shape.media == Media::Json && exchange.judges_json_response() {
         let limit = limits.max_response_body.as_u64();
-        let bytes = read_response(source, limit, idle).await?;
+        let bytes = read_response(source, limit, idle, &gateway.budget).await?;
         upstream::release(lease);
         let channel: ServerChannel = Arc::new(HttpAnswer(route.upstream.clone()));
         let judged = gateway.enforcer.judge_json_body(&exchange, bytes, &channel);
@@ -319,36 +292,36 @@ async fn relay_response(
     Ok(Response::from_parts(parts, body))
 }
 
-/// Reads an upstream body whole (decoded when it had a coding), bounded in size and by the
-/// idle timeout.
+/// Reads an upstream body whole (decoded when it had a coding), bounded in size, by the idle
+/// timeout (between frames and for the whole read) and by the process-wide buffer budget.
 async fn read_response(
     source: Source,
     limit: u64,
     idle: std::time::Duration,
+    budget: &read::BufferBudget,
 ) -> Result<Bytes, GatewayError> {
-    let read = async {
-        match source {
-            Source::Plain(body) => read_whole(body, limit).await.map_err(|e| match e {
-                WholeError::TooLarge => WholeError::TooLarge,
-                WholeError::Body(_) => WholeError::Body(()),
-            }),
-            Source::Decoded(stream) => {
-                use futures_util::TryStreamExt;
-                let body = http_body_util::StreamBody::new(stream.map_ok(http_body::Frame::data));
-                read_whole(body, limit).await.map_err(|e| match e {
-                    WholeError::TooLarge => WholeError::TooLarge,
-                    WholeError::Body(_) => WholeError::Body(()),
-                })
-            }
+    let bounds = read::Bounds {
+        limit,
+        idle,
+        total: idle,
+        budget,
+    };
+    let read = match source {
+        Source::Plain(body) => read::whole(body, &bounds).await.map_err(|e| e.map_body(drop)),
+        Source::Decoded(stream) => {
+            use futures_util::TryStreamExt;
+            let body = http_body_util::StreamBody::new(stream.map_ok(http_body::Frame::data));
+            read::whole(body, &bounds).await.map_err(|e| e.map_body(drop))
         }
     };
-    match tokio::time::timeout(idle, read).await {
-        Err(_) => Err(GatewayError::UpstreamTimeout {
+    match read {
+        Ok((bytes, _held)) => Ok(bytes),
+        Err(read::ReadError::Idle | read::ReadError::Total) => Err(GatewayError::UpstreamTimeout {
             stage: "body_timeout",
         }),
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(WholeError::TooLarge)) => Err(GatewayError::ResponseTooLarge { limit }),
-        Ok(Err(WholeError::Body(()))) => Err(GatewayError::UpstreamBody),
+        Err(read::ReadError::TooLarge) => Err(GatewayError::ResponseTooLarge { limit }),
+        Err(read::ReadError::Budget) => Err(GatewayError::Overloaded),
+        Err(read::ReadError::Body(())) => Err(GatewayError::UpstreamBody),
     }
 }
 

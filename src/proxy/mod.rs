@@ -1,5 +1,5 @@
 //! The reverse proxy: the route table, the per-request pipeline ([`forward`]), response
-//! bodies ([`body`]), header rules ([`headers`]), upstream clients ([`upstream`]), per-route
+//! bodies ([`body`]), bounded whole-body reads ([`read`]), header rules ([`headers`]), upstream clients ([`upstream`]), per-route
 //! request metrics ([`request_metrics`]), the accept loop ([`server`]) and connection draining
 //! at shutdown ([`drain`]).
 
@@ -8,6 +8,7 @@ pub mod body;
 pub mod drain;
 pub mod forward;
 pub mod headers;
+pub mod read;
 pub mod request_metrics;
 pub mod respond;
 pub mod server;
@@ -183,6 +184,8 @@ pub struct Gateway {
     pub settings: Settings,
     pub metrics: Metrics,
     pub enforcer: Arc<Enforcer>,
+    /// Bytes all workers may hold in whole-body buffers (shared by every worker's gateway).
+    pub budget: read::BufferBudget,
 }
 
 impl Gateway {
@@ -190,6 +193,7 @@ impl Gateway {
         settings: Settings,
         metrics: Metrics,
         enforcer: Arc<Enforcer>,
+        budget: read::BufferBudget,
     ) -> anyhow::Result<Arc<Self>> {
         let mut routes = settings
             .routes
@@ -203,6 +207,7 @@ impl Gateway {
             settings,
             metrics,
             enforcer,
+            budget,
         }))
     }
 
@@ -256,7 +261,8 @@ mod tests {
             crate::audit::sink::AuditSink::memory(metrics.audit_events_dropped.clone()).0,
         )
         .unwrap();
-        Gateway::new(settings, metrics, enforcer).unwrap()
+        let budget = read::BufferBudget::new(settings.limits.request_buffer_budget.as_u64());
+        Gateway::new(settings, metrics, enforcer, budget).unwrap()
     }
 
     #[test]
