@@ -4,6 +4,7 @@
 
 mod common;
 
+use bytes::Bytes;
 use common::*;
 use http::StatusCode;
 use std::time::Duration;
@@ -96,7 +97,7 @@ async fn the_buffer_budget_refuses_new_bodies_while_stalled_ones_hold_it() {
     hog.write_all(&vec![b' '; 60_000]).await.unwrap();
     let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","pad":"{}"}}"#, "x".repeat(10_000));
     let mut refused = None;
-    for _ in 0..100 {
+    for _ in 0..400 {
         let (status, _, answer) = send(rpc_post(&gw.url(), &body)).await;
         if status == StatusCode::SERVICE_UNAVAILABLE {
             refused = Some(String::from_utf8_lossy(&answer).into_owned());
@@ -121,4 +122,169 @@ async fn the_buffer_budget_refuses_new_bodies_while_stalled_ones_hold_it() {
     }
     assert!(ok, "the budget is given back when the stalled body goes away");
     gw.shutdown().await;
+}
+
+mod pending {
+    use super::*;
+    use common::scripted::*;
+    use serde_json::{json, Value};
+    use std::sync::Arc;
+
+    /// Waits (bounded) for a message the gateway itself sent the server for `id`.
+    async fn gateway_answer(upstream: &MockUpstream, id: &str, ceiling: Duration) -> Value {
+        let deadline = tokio::time::Instant::now() + ceiling;
+        while tokio::time::Instant::now() < deadline {
+            if let Some(m) = upstream
+                .requests()
+                .iter()
+                .map(body_json)
+                .find(|m| m["id"] == id && m.get("method").is_none())
+            {
+                return m;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("the gateway never answered the server for {id}");
+    }
+
+    fn with(upstream: &str, extra: &str, policy: &str) -> String {
+        config_for(upstream, &format!("{extra}\npolicies:\n  p:\n{policy}"))
+            .replace("    upstream:", "    policy: p\n    upstream:")
+    }
+
+    #[tokio::test]
+    async fn a_huge_enum_is_form_limits_and_never_reaches_the_client() {
+        let values: Vec<String> = (0..300_000).map(|i| format!("v{i}")).collect();
+        let upstream = legacy_server(move |_| {
+            sse(&[form(
+                "e-1",
+                "Pick one",
+                json!({"choice": {"type": "string", "enum": values}}),
+            )])
+        })
+        .await;
+        let gw = gateway(&config_for(
+            &upstream.url("/mcp"),
+            "limits:\n  max_sse_event: 16MiB\n",
+        ))
+        .await;
+        initialize(&gw, BOTH).await;
+        let body = call_tool(&gw).await;
+        assert!(!body.contains("elicitation/create"), "forwarded");
+        let answer = gateway_answer(&upstream, "e-1", Duration::from_secs(10)).await;
+        assert_eq!(answer["error"]["data"]["rules"], json!(["form.limits"]));
+        gw.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn an_expired_elicitation_ends_the_servers_call_and_a_late_answer_is_unknown() {
+        let upstream = legacy_server(|_| {
+            sse(&[form("t-1", "Your name?", json!({"name": {"type": "string"}}))])
+        })
+        .await;
+        let gw = gateway(&with(
+            &upstream.url("/mcp"),
+            "",
+            "    pending:\n      ttl: 1s\n",
+        ))
+        .await;
+        initialize(&gw, BOTH).await;
+        assert!(call_tool(&gw).await.contains("elicitation/create"));
+        // The state sweep runs every few seconds; the server hears within a sweep or two.
+        let answer = gateway_answer(&upstream, "t-1", Duration::from_secs(20)).await;
+        assert_eq!(answer["error"]["data"]["reason"], "elicitation_expired");
+        let (status, body) = answer_form(&gw, "t-1").await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+        assert_eq!(
+            upstream
+                .requests()
+                .iter()
+                .map(body_json)
+                .filter(|m| m["id"] == "t-1")
+                .count(),
+            1,
+            "the server hears once, from the gateway"
+        );
+        let m = metrics(gw.admin_addr).await;
+        assert!(
+            m.contains(r#"elicitgate_pending_released_total{reason="expired",route="demo"} 1"#),
+            "{m}"
+        );
+        gw.shutdown().await;
+    }
+
+    async fn answer_form(gw: &TestGateway, id: &str) -> (StatusCode, Value) {
+        answer(gw, id, json!({"action": "accept", "content": {"name": "Ada"}})).await
+    }
+
+    #[tokio::test]
+    async fn the_byte_budget_evicts_the_oldest_and_its_server_is_told() {
+        let upstream = legacy_server(|msg| {
+            let n = msg["params"]["name"].as_str().unwrap_or("0").to_owned();
+            let choices: Vec<String> = (0..90).map(|i| format!("{n}-option-{i:04}")).collect();
+            sse(&[form(
+                &format!("b-{n}"),
+                "Pick",
+                json!({"c": {"type": "string", "enum": choices}}),
+            )])
+        })
+        .await;
+        let gw = gateway(&config_for(
+            &upstream.url("/mcp"),
+            "limits:\n  max_pending_bytes: 24KiB\n",
+        ))
+        .await;
+        initialize(&gw, BOTH).await;
+        for n in 0..6 {
+            let req = in_session(rpc_post(
+                &gw.url(),
+                &format!(r#"{{"jsonrpc":"2.0","id":"c-{n}","method":"tools/call","params":{{"name":"{n}"}}}}"#),
+            ));
+            let (status, _, body) = send(req).await;
+            assert_eq!(status, StatusCode::OK);
+            assert!(String::from_utf8_lossy(&body).contains("elicitation/create"));
+        }
+        let first = gateway_answer(&upstream, "b-0", Duration::from_secs(10)).await;
+        assert_eq!(first["error"]["data"]["reason"], "elicitation_evicted");
+        // The newest is still pending and its answer is accepted.
+        let (status, _) = answer(&gw, "b-5", json!({"action": "accept", "content": {"c": "5-option-0001"}})).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        gw.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn a_client_that_leaves_mid_elicitation_releases_it_and_the_server_is_told() {
+        let (tx, source) = sse_channel();
+        let source = Arc::new(source);
+        let upstream = MockUpstream::start(move |seen| {
+            let msg = body_json(seen);
+            match msg["method"].as_str() {
+                Some("initialize") => {
+                    let mut r = full(StatusCode::OK, "application/json",
+                        json!({"jsonrpc":"2.0","id":msg["id"],"result":{"protocolVersion":"2025-11-25","capabilities":{}}}).to_string());
+                    r.headers_mut().insert("mcp-session-id", "s-1".parse().unwrap());
+                    r
+                }
+                Some("tools/call") => source.response(),
+                _ => full(StatusCode::ACCEPTED, "", ""),
+            }
+        })
+        .await;
+        let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+        initialize(&gw, BOTH).await;
+        let req = in_session(rpc_post(
+            &gw.url(),
+            r#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"t"}}"#,
+        ));
+        let response = client().request(req).await.unwrap();
+        let mut body = response.into_body();
+        let event = sse(&[form("g-1", "Your name?", json!({"name": {"type": "string"}}))]);
+        tx.send(Bytes::from(event)).await.unwrap();
+        let mut seen = Vec::new();
+        read_until(&mut body, &mut seen, "elicitation/create").await;
+        drop(body);
+        let answer = gateway_answer(&upstream, "g-1", Duration::from_secs(10)).await;
+        assert_eq!(answer["error"]["data"]["reason"], "elicitation_client_gone");
+        gw.shutdown().await;
+    }
 }

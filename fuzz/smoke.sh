@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Fuzz smoke: builds every fuzz target, replays the saved regressions, then fuzzes each target
+# for a few seconds from its seed corpus. Exits non-zero on any crash or oracle failure.
+#
+#   bash fuzz/smoke.sh                     # 5 s per target
+#   FUZZ_SMOKE_SECONDS=30 bash fuzz/smoke.sh
+#
+# Needs only stable Rust: cargo-fuzz asks for nightly-only flags, which RUSTC_BOOTSTRAP=1
+# allows on a stable toolchain. cargo-fuzz itself is installed from crates.io when missing.
+# Build output goes to fuzz/target (git-ignored); the corpus the run grows goes to a temporary
+# directory, so the seed corpora in fuzz/corpus stay as committed. docs/fuzzing.md has the
+# long runs and what each oracle checks. FUZZ_SKIP (comma-separated check names, see the
+# targets) is passed through but never set here.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$here/.."
+seconds="${FUZZ_SMOKE_SECONDS:-5}"
+targets=(sse_decoder jsonrpc_classify extraction inspect)
+export RUSTC_BOOTSTRAP=1
+
+if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "fuzz smoke: installing cargo-fuzz"
+    cargo install --locked cargo-fuzz
+fi
+
+# The sanitizer is off: the gateway forbids unsafe code, and the oracles are assertions.
+# Debug assertions (-a) are on, so arithmetic overflow panics too.
+cargo fuzz build --sanitizer none --debug-assertions
+triple="$(rustc -vV | sed -n 's/^host: //p')"
+bin="$here/target/$triple/release"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+failed=0
+passed=0
+for t in "${targets[@]}"; do
+    mkdir -p "$work/$t" "$work/artifacts/$t"
+    if [ -d "$here/regressions/$t" ] && [ -n "$(ls -A "$here/regressions/$t")" ]; then
+        echo "fuzz smoke: $t: replaying regressions"
+        if ! "$bin/$t" -artifact_prefix="$work/artifacts/$t/" "$here/regressions/$t"/* \
+            >"$work/$t.replay.log" 2>&1; then
+            echo "fuzz smoke: $t: a saved regression fails again:"
+            grep -A4 -m1 "panicked" "$work/$t.replay.log" || tail -20 "$work/$t.replay.log"
+            failed=$((failed + 1))
+            continue
+        fi
+    fi
+    echo "fuzz smoke: $t: ${seconds}s"
+    if ! "$bin/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$work/artifacts/$t/" "$work/$t" "$here/corpus/$t" \
+        >"$work/$t.log" 2>&1; then
+        echo "fuzz smoke: $t: FAILED"
+        grep -A4 -m1 "panicked" "$work/$t.log" || tail -30 "$work/$t.log"
+        for a in "$work/artifacts/$t"/*; do
+            [ -e "$a" ] || continue
+            mkdir -p "$here/artifacts/$t"
+            cp "$a" "$here/artifacts/$t/"
+            echo "fuzz smoke: $t: input saved as fuzz/artifacts/$t/$(basename "$a")"
+        done
+        failed=$((failed + 1))
+        continue
+    fi
+    grep -E '^#[0-9]+.*DONE' "$work/$t.log" | tail -1 | sed "s/^/fuzz smoke: $t: /"
+    passed=$((passed + 1))
+done
+echo "fuzz-smoke: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
