@@ -171,6 +171,7 @@ pub fn enforcer_for(
         max_pending: settings.limits.max_pending,
         max_pending_bytes: usize::try_from(settings.limits.max_pending_bytes.as_u64())
             .unwrap_or(usize::MAX),
+        max_elicitations_per_response: settings.limits.max_elicitations_per_response,
         session_ttl: settings.timeouts.session_idle,
     };
     Ok(Arc::new(enforce::Enforcer::new(policies, limits, recorder)))

@@ -65,6 +65,9 @@ pub struct Limits {
     /// Bytes each table of asked elicitations may hold (oldest evicted first; an evicted
     /// legacy elicitation's server is told).
     pub max_pending_bytes: ByteSize,
+    /// Elicitations one response (a JSON body, one message, or a whole SSE stream) may carry;
+    /// past it the rest is refused and the stream ends with the blocked-content error.
+    pub max_elicitations_per_response: usize,
     /// Bytes the whole process may hold in whole-body buffers at once (request bodies, JSON
     /// answers read for judgment); past it, requests get 503 at once.
     pub request_buffer_budget: ByteSize,
@@ -80,6 +83,7 @@ impl Default for Limits {
             max_sessions: 100_000,
             max_pending: 10_000,
             max_pending_bytes: ByteSize::mib(64),
+            max_elicitations_per_response: 64,
             request_buffer_budget: ByteSize::mib(256),
         }
     }
@@ -418,6 +422,9 @@ impl Settings {
         }
         if self.limits.max_request_body.as_u64() == 0 || self.limits.max_sse_event.as_u64() == 0 {
             errors.push("limits: sizes must be greater than zero".into());
+        }
+        if self.limits.max_elicitations_per_response == 0 {
+            errors.push("limits.max_elicitations_per_response: must be greater than zero".into());
         }
         if self.limits.request_buffer_budget < self.limits.max_request_body {
             errors.push(

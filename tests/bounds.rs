@@ -288,3 +288,54 @@ mod pending {
         gw.shutdown().await;
     }
 }
+
+mod fan_out {
+    use super::*;
+    use common::scripted::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn a_stream_of_thousands_of_blocked_elicitations_is_cut_without_fanning_out() {
+        let upstream = legacy_server(|_| {
+            let forms: Vec<_> = (0..5000)
+                .map(|i| form(&format!("p-{i}"), "Password", json!({"password": {"type": "string"}})))
+                .collect();
+            sse(&forms)
+        })
+        .await;
+        let gw = gateway(&config_for(
+            &upstream.url("/mcp"),
+            "limits:\n  max_elicitations_per_response: 50\n",
+        ))
+        .await;
+        initialize(&gw, BOTH).await;
+        let body = call_tool(&gw).await;
+        assert!(!body.contains("elicitation/create"), "forwarded");
+        assert!(body.contains("elicitations_per_response"), "{body}");
+        assert!(body.contains("\"c-1\""), "the client's call ends with an error for its id");
+        // Let the gateway's answers drain, then count them and the sockets they used.
+        let mut answers = 0;
+        for _ in 0..200 {
+            answers = upstream
+                .requests()
+                .iter()
+                .map(scripted::body_json)
+                .filter(|m| m.get("method").is_none() && m["error"].is_object())
+                .count();
+            if answers >= 50 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        assert_eq!(answers, 50, "exactly the capped number of elicitations was answered");
+        assert!(
+            upstream.connection_count() <= 2 + elicitgate::proxy::answer::AnswerLimit::IN_FLIGHT,
+            "{} upstream connections",
+            upstream.connection_count()
+        );
+        // Everyone else is still served.
+        let (status, _, _) = send(rpc_post(&gw.url(), r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#)).await;
+        assert_eq!(status, StatusCode::ACCEPTED);
+        gw.shutdown().await;
+    }
+}

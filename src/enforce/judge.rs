@@ -49,6 +49,9 @@ pub trait AnswerServer: Send + Sync {
     fn answer(&self, ex: &Exchange, body: Bytes, recorder: &super::record::Recorder);
 }
 
+/// Refusal reason for a response carrying more than `limits.max_elicitations_per_response`.
+pub const TOO_MANY: &str = "elicitations_per_response";
+
 /// The answering side of one exchange.
 pub type ServerChannel = Arc<dyn AnswerServer>;
 
@@ -76,6 +79,11 @@ pub struct StreamJudge {
     /// Why an event was refused: if the stream ends without the response, the client gets
     /// the blocked-content error for its request id instead of waiting forever.
     refused: Option<&'static str>,
+    /// Elicitations this stream carried so far.
+    elicitations: usize,
+    /// The stream carried more than `limits.max_elicitations_per_response`: nothing more of
+    /// the upstream is read; the relay ends it.
+    cut: bool,
 }
 
 impl StreamJudge {
@@ -93,7 +101,14 @@ impl StreamJudge {
             forwarded: Vec::new(),
             request_done: false,
             refused: None,
+            elicitations: 0,
+            cut: false,
         }
+    }
+
+    /// True once the stream must end: it carried more elicitations than one response may.
+    pub fn is_cut(&self) -> bool {
+        self.cut
     }
 
     /// The bytes to forward for one raw event, or `None` to forward nothing.
@@ -118,6 +133,19 @@ impl StreamJudge {
             }
             return id_only(id);
         }
+        if self.elicitations >= self.enforcer.max_per_response
+            && super::prescan::may_carry_elicitation(data)
+        {
+            // One more would be past the cap: the stream ends here (each elicitation costs a
+            // pending entry or an answer to the server; a hostile stream must not fan out).
+            tracing::warn!(route = %self.exchange.route_name, limit = self.enforcer.max_per_response, "Cut a stream carrying too many elicitations.");
+            self.enforcer
+                .recorder
+                .refused(&self.exchange, "server", TOO_MANY);
+            self.refused = Some(TOO_MANY);
+            self.cut = true;
+            return id_only(id);
+        }
         let (message, verdict) =
             match self
                 .enforcer
@@ -129,6 +157,7 @@ impl StreamJudge {
                 }
                 Judged::Read(message, verdict) => (message, verdict),
             };
+        self.elicitations += elicitation::extract_all(&message).len();
         match verdict {
             ServerVerdict::Keep => {
                 if let (Some(elicitation::ELICITATION_CREATE), Some(id)) = (
@@ -578,6 +607,9 @@ impl Enforcer {
         let policy = self.policy(&ex.route_name);
         let caps = ex.request_caps.unwrap_or_else(ClientCaps::none);
         let views: Vec<ElicitationView<'_>> = elicitation::from_input_required(message);
+        if views.len() > self.max_per_response {
+            return ServerVerdict::Refuse(TOO_MANY);
+        }
         let mut denied: Vec<RuleId> = Vec::new();
         let mut entries = HashMap::new();
         for view in &views {
@@ -650,6 +682,9 @@ impl Enforcer {
             _ => self.session_caps(ex, now),
         };
         let views = elicitation::from_url_required_error(message);
+        if views.len() > self.max_per_response {
+            return ServerVerdict::Refuse(TOO_MANY);
+        }
         let mut denied: Vec<RuleId> = Vec::new();
         let mut ids = Vec::new();
         for view in &views {

@@ -193,6 +193,8 @@ pub struct Enforcer {
     policies: Arc<ArcSwap<PolicySet>>,
     state: Mutex<State>,
     pub recorder: Recorder,
+    /// `limits.max_elicitations_per_response`.
+    pub max_per_response: usize,
 }
 
 /// Request headers the gateway repeats when it answers the server on the client's behalf.
@@ -210,6 +212,7 @@ const AUTHORIZATION_HEADER: usize = 2;
 impl Enforcer {
     pub fn new(policies: Arc<ArcSwap<PolicySet>>, limits: StateLimits, recorder: Recorder) -> Self {
         Self {
+            max_per_response: limits.max_elicitations_per_response.max(1),
             policies,
             state: Mutex::new(State::new(limits)),
             recorder,

@@ -31,6 +31,9 @@ pub struct StateLimits {
     pub max_pending: usize,
     /// Byte budget of each table of asked elicitations (legacy pending, 2026 asked).
     pub max_pending_bytes: usize,
+    /// Elicitations judged per response (one message, or one SSE stream) before the rest of
+    /// it is refused.
+    pub max_elicitations_per_response: usize,
     pub session_ttl: Duration,
 }
 

@@ -203,7 +203,16 @@ impl Relay {
                 match decoder.next_event() {
                     Ok(Some(event)) => {
                         let judged = match &mut self.judge {
-                            Some(judge) => judge.judge_event(event),
+                            Some(judge) => {
+                                let judged = judge.judge_event(event);
+                                if judge.is_cut() {
+                                    // Nothing more of this upstream is read or judged; the
+                                    // judge's end-of-stream answer goes out next.
+                                    self.upstream_done = true;
+                                    self.lease = None;
+                                }
+                                judged
+                            }
                             None => Some(event),
                         };
                         if let Some(event) = judged {
@@ -219,7 +228,8 @@ impl Relay {
                     // The upstream ended: what followed the last complete event is judged
                     // like an event (a client may still dispatch it), and the judge may owe
                     // the client an answer.
-                    let tail = decoder.finish();
+                    let cut = self.judge.as_ref().is_some_and(StreamJudge::is_cut);
+                    let tail = if cut { None } else { decoder.finish() };
                     let out = match &mut self.judge {
                         Some(judge) => judge.finish(tail),
                         None => tail,

@@ -254,7 +254,7 @@ async fn relay_response(
         let limit = limits.max_response_body.as_u64();
         let bytes = read_response(source, limit, idle, &gateway.budget).await?;
         upstream::release(lease);
-        let channel: ServerChannel = Arc::new(HttpAnswer(route.upstream.clone()));
+        let channel: ServerChannel = Arc::new(HttpAnswer(route.upstream.clone(), route.answers.clone()));
         let judged = gateway.enforcer.judge_json_body(&exchange, bytes, &channel);
         parts.headers.remove(header::CONTENT_LENGTH);
         return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
@@ -274,7 +274,7 @@ async fn relay_response(
         let judge = StreamJudge::new(
             gateway.enforcer.clone(),
             exchange,
-            Arc::new(HttpAnswer(route.upstream.clone())),
+            Arc::new(HttpAnswer(route.upstream.clone(), route.answers.clone())),
             endpoints,
         );
         let mut relay = Box::new(Relay::new(

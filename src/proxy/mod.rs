@@ -41,6 +41,8 @@ pub struct Route {
     /// prefix itself without a query (the usual MCP `POST /mcp`).
     base_uri: http::Uri,
     pub upstream: Upstream,
+    /// Bounds on the gateway's own answers to this upstream (per worker).
+    pub answers: answer::AnswerLimit,
     /// This route's relay counters, resolved once.
     pub relay_metrics: RelayMetrics,
     /// This route's request counters and latency histograms.
@@ -87,6 +89,7 @@ impl Route {
                 config.timeouts.upstream_connect,
                 config.timeouts.upstream_first_byte,
             )?,
+            answers: answer::AnswerLimit::new(),
             relay_metrics,
             request_metrics: RequestMetrics::new(route_name, metrics),
         })
