@@ -223,8 +223,10 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
     });
     let gateway_for = {
         let (metrics, enforcer) = (metrics.clone(), enforcer.clone());
-        let budget =
-            proxy::read::BufferBudget::new(settings.limits.request_buffer_budget.as_u64());
+        let budget = proxy::read::BufferBudget::with_gauge(
+            settings.limits.request_buffer_budget.as_u64(),
+            Some(metrics.buffered_bytes.clone()),
+        );
         move || {
             proxy::Gateway::new(
                 settings.clone(),

@@ -60,6 +60,8 @@ pub struct Metrics {
     pub pending_released: IntCounterVec,
     /// Elicitations asked and not yet answered.
     pub pending_elicitations: IntGauge,
+    /// Bytes held in whole-body buffers (of `limits.request_buffer_budget`).
+    pub buffered_bytes: IntGauge,
     /// Legacy sessions whose declared capabilities are remembered.
     pub sessions: IntGauge,
     /// Configuration reloads by result (success, failure).
@@ -240,6 +242,10 @@ impl Metrics {
             pending_elicitations: f.gauge(
                 "pending_elicitations",
                 "Elicitations forwarded to clients and not yet answered.",
+            ),
+            buffered_bytes: f.gauge(
+                "buffered_bytes",
+                "Bytes held in whole-body buffers (request bodies, JSON answers read for judgment), out of limits.request_buffer_budget.",
             ),
             sessions: f.gauge(
                 "sessions",

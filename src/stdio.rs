@@ -11,6 +11,12 @@
 //! child's exit status becomes ours; nothing is left running (the child is killed if we are
 //! dropped). Standard output carries only protocol lines: audit events that would go to stdout
 //! go to stderr.
+//!
+//! Memory is bounded both ways: each direction has a queue of [`QUEUE_LINES`] lines, and a
+//! full queue stops the reading side (a child writing faster than the client reads waits on
+//! its own stdout pipe, as it would without the gateway). The gateway's own answers to the
+//! child wait in at most [`MAX_WAITING_ANSWERS`] more. Shutdown never waits longer than
+//! `timeouts.shutdown_grace` for a writer the other side stopped reading.
 
 use crate::enforce::judge::{AnswerServer, Judged, ServerChannel, ServerVerdict};
 use crate::enforce::record::Recorder;
@@ -76,14 +82,49 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Lines queued in each direction before the reading side waits.
+pub const QUEUE_LINES: usize = 256;
+/// The gateway's own answers that may wait for room in the child's queue.
+pub const MAX_WAITING_ANSWERS: usize = 1024;
+
 /// The gateway's own answers to the server go to its stdin. Weak, so that the client side
 /// alone keeps the child's stdin open (client EOF must reach the child).
-struct StdioAnswer(mpsc::WeakUnboundedSender<Bytes>);
+struct StdioAnswer {
+    to_child: mpsc::WeakSender<Bytes>,
+    /// Answers waiting for room in a full queue.
+    waiting: Arc<std::sync::atomic::AtomicUsize>,
+}
 
 impl AnswerServer for StdioAnswer {
     fn answer(&self, ex: &Exchange, body: Bytes, recorder: &Recorder) {
-        let ok = self.0.upgrade().is_some_and(|tx| tx.send(body).is_ok());
-        recorder.gateway_answer(&ex.route_name, ok);
+        use std::sync::atomic::Ordering;
+        let Some(tx) = self.to_child.upgrade() else {
+            recorder.gateway_answer(&ex.route_name, false);
+            return;
+        };
+        let body = match tx.try_send(body) {
+            Ok(()) => {
+                recorder.gateway_answer(&ex.route_name, true);
+                return;
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                recorder.gateway_answer(&ex.route_name, false);
+                return;
+            }
+            Err(mpsc::error::TrySendError::Full(body)) => body,
+        };
+        // The child is not reading its stdin: wait for room, up to a bound.
+        if self.waiting.fetch_add(1, Ordering::Relaxed) >= MAX_WAITING_ANSWERS {
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
+            recorder.gateway_answer(&ex.route_name, false);
+            return;
+        }
+        let (waiting, recorder, route) = (self.waiting.clone(), recorder.clone(), ex.route_name.clone());
+        tokio::spawn(async move {
+            let ok = tx.send(body).await.is_ok();
+            waiting.fetch_sub(1, Ordering::Relaxed);
+            recorder.gateway_answer(&route, ok);
+        });
     }
 }
 
@@ -134,8 +175,8 @@ pub async fn run(
     let max_client_line = usize::try_from(limits.max_request_body.as_u64()).unwrap_or(usize::MAX);
     let max_server_line = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
 
-    let (to_child, to_child_rx) = mpsc::unbounded_channel::<Bytes>();
-    let (to_client, to_client_rx) = mpsc::unbounded_channel::<Bytes>();
+    let (to_child, to_child_rx) = mpsc::channel::<Bytes>(QUEUE_LINES);
+    let (to_client, to_client_rx) = mpsc::channel::<Bytes>(QUEUE_LINES);
     let in_flight: InFlight = Arc::new(Mutex::new(HashMap::new()));
     let child_writer = tokio::spawn(write_lines(to_child_rx, child_stdin));
     let client_writer = tokio::spawn(write_lines(to_client_rx, tokio::io::stdout()));
@@ -154,7 +195,10 @@ pub async fn run(
         in_flight,
         BufReader::new(child_stdout),
         max_server_line,
-        Arc::new(StdioAnswer(to_child.downgrade())) as ServerChannel,
+        Arc::new(StdioAnswer {
+            to_child: to_child.downgrade(),
+            waiting: Arc::default(),
+        }) as ServerChannel,
         to_client,
     ));
     drop(to_child);
@@ -181,8 +225,17 @@ pub async fn run(
         client_side.abort();
         let _ = client_side.await;
     }
-    let _ = server_side.await;
-    let _ = client_writer.await;
+    // A client that stopped reading must not keep us from exiting: the rest of the child's
+    // output gets the grace period, then is dropped.
+    let grace = settings.timeouts.shutdown_grace;
+    let drained = tokio::time::timeout(grace, async {
+        let _ = server_side.await;
+        let _ = client_writer.await;
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("The client did not read the server's last output in time; exiting.");
+    }
     child_writer.abort();
     Ok(exit_code(status))
 }
@@ -216,7 +269,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
 }
 
 async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
-    mut rx: mpsc::UnboundedReceiver<Bytes>,
+    mut rx: mpsc::Receiver<Bytes>,
     mut out: W,
 ) {
     while let Some(line) = rx.recv().await {
@@ -236,8 +289,8 @@ async fn pump_client(
     route: Arc<str>,
     in_flight: InFlight,
     max_line: usize,
-    to_child: mpsc::UnboundedSender<Bytes>,
-    to_client: mpsc::UnboundedSender<Bytes>,
+    to_child: mpsc::Sender<Bytes>,
+    to_client: mpsc::Sender<Bytes>,
 ) {
     let mut stdin = BufReader::new(tokio::io::stdin());
     loop {
@@ -254,7 +307,9 @@ async fn pump_client(
                     serde_json::json!({"reason": "body_too_large"}),
                 )
                 .response(None::<&serde_json::value::RawValue>);
-                let _ = to_client.send(error);
+                if to_client.send(error).await.is_err() {
+                    return;
+                }
                 continue;
             }
             Ok(Line::Eof) | Err(_) => return,
@@ -267,12 +322,12 @@ async fn pump_client(
         let forward = match enforcer.on_client_message(&mut ex, &Method::POST, line) {
             ClientVerdict::Forward(body) => body,
             ClientVerdict::Reject(rejection) => {
-                let _ = to_client.send(rejection.body);
+                let _ = to_client.send(rejection.body).await;
                 continue;
             }
             ClientVerdict::Substitute { body, rejection } => {
-                let _ = to_child.send(body);
-                let _ = to_client.send(rejection.body);
+                let _ = to_child.send(body).await;
+                let _ = to_client.send(rejection.body).await;
                 continue;
             }
         };
@@ -287,7 +342,7 @@ async fn pump_client(
                 }
             }
         }
-        if to_child.send(forward).is_err() {
+        if to_child.send(forward).await.is_err() {
             return;
         }
     }
@@ -302,13 +357,13 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
     mut reader: R,
     max_line: usize,
     channel: ServerChannel,
-    to_client: mpsc::UnboundedSender<Bytes>,
+    to_client: mpsc::Sender<Bytes>,
 ) {
     loop {
         let line = match read_line(&mut reader, max_line).await {
             Ok(Line::Message(line)) => Bytes::from(line),
             Ok(Line::TooLong) => {
-                refuse_over_long_line(&enforcer, &route, &in_flight, &to_client, max_line);
+                refuse_over_long_line(&enforcer, &route, &in_flight, &to_client, max_line).await;
                 continue;
             }
             Ok(Line::Eof) | Err(_) => return,
@@ -332,11 +387,13 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
         });
         match enforcer.judge_server_text(&ex, &line, &channel) {
             Judged::Plain | Judged::Read(_, ServerVerdict::Keep) => {
-                let _ = to_client.send(line);
+                if to_client.send(line).await.is_err() {
+                    return;
+                }
             }
             Judged::Read(_, ServerVerdict::Drop) => {}
             Judged::Read(_, ServerVerdict::Replace(v)) => {
-                let _ = to_client.send(Bytes::from(v.to_string()));
+                let _ = to_client.send(Bytes::from(v.to_string())).await;
             }
             Judged::Read(message, ServerVerdict::Refuse(reason)) => {
                 // A response to an in-flight request (to some reader) the client would
@@ -363,13 +420,13 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
                     };
                 for id in &in_flight_ids {
                     let error = ErrorObject::blocked(["request.malformed"]).with_reason(reason);
-                    let _ = to_client.send(error.response(Some(&**id)));
+                    let _ = to_client.send(error.response(Some(&**id))).await;
                 }
                 if in_flight_ids.is_empty() && message.is_null() {
                     // Unreadable (a client's laxer parser may still read it as the response
                     // to one of its calls): which call it ends is unknowable, so every call
                     // in flight ends with the blocked-content error rather than hang.
-                    end_calls_in_flight(&in_flight, &to_client, reason);
+                    end_calls_in_flight(&in_flight, &to_client, reason).await;
                 }
             }
         }
@@ -378,11 +435,11 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
 
 /// An over-long server line is never forwarded (the gateway could not read it), and the client
 /// must not wait forever for the response it may have been: every call in flight ends.
-fn refuse_over_long_line(
+async fn refuse_over_long_line(
     enforcer: &Enforcer,
     route: &Arc<str>,
     in_flight: &InFlight,
-    to_client: &mpsc::UnboundedSender<Bytes>,
+    to_client: &mpsc::Sender<Bytes>,
     max_line: usize,
 ) {
     tracing::warn!(
@@ -393,15 +450,15 @@ fn refuse_over_long_line(
     enforcer
         .recorder
         .refused(&unnamed, "server", "body_too_large");
-    end_calls_in_flight(in_flight, to_client, "body_too_large");
+    end_calls_in_flight(in_flight, to_client, "body_too_large").await;
 }
 
 /// Ends every client request in flight with the blocked-content error (`reason`), for a server
 /// line the gateway refused (and recorded) without knowing which request it answered. Only this
 /// server's own calls are affected.
-fn end_calls_in_flight(
+async fn end_calls_in_flight(
     in_flight: &InFlight,
-    to_client: &mpsc::UnboundedSender<Bytes>,
+    to_client: &mpsc::Sender<Bytes>,
     reason: &'static str,
 ) {
     let waiting: Vec<Exchange> = in_flight
@@ -410,7 +467,7 @@ fn end_calls_in_flight(
         .unwrap_or_default();
     for id in waiting.iter().filter_map(|ex| ex.request_id.as_deref()) {
         let error = ErrorObject::blocked(["request.malformed"]).with_reason(reason);
-        let _ = to_client.send(error.response(Some(id)));
+        let _ = to_client.send(error.response(Some(id))).await;
     }
 }
 

@@ -95,22 +95,48 @@ async fn the_buffer_budget_refuses_new_bodies_while_stalled_ones_hold_it() {
     let mut hog = TcpStream::connect(gw.addr).await.unwrap();
     hog.write_all(head(65_000).as_bytes()).await.unwrap();
     hog.write_all(&vec![b' '; 60_000]).await.unwrap();
+    // Wait until the gateway holds the stalled bytes.
+    let mut holding = false;
+    for _ in 0..400 {
+        if metrics(gw.admin_addr).await.contains("elicitgate_buffered_bytes 60000") {
+            holding = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(holding, "the stalled body is held: {}", metrics(gw.admin_addr).await);
     let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","pad":"{}"}}"#, "x".repeat(10_000));
     let mut refused = None;
+    let mut seen = std::collections::BTreeSet::new();
     for _ in 0..400 {
         let (status, _, answer) = send(rpc_post(&gw.url(), &body)).await;
+        seen.insert(status.as_u16());
         if status == StatusCode::SERVICE_UNAVAILABLE {
             refused = Some(String::from_utf8_lossy(&answer).into_owned());
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let refused = refused.expect("a body past the budget is refused with 503");
+    if refused.is_none() {
+        let hog_saw = read_all(&mut hog, Duration::from_secs(1)).await;
+        panic!("a body past the budget is refused with 503; saw {seen:?}; the stalled peer saw {hog_saw:?}");
+    }
+    let refused = refused.unwrap();
     assert!(refused.contains("buffer_budget"), "{refused}");
     // Small bodies still fit, and the budget comes back when the stalled peer leaves.
     let (status, _, _) = send(rpc_post(&gw.url(), r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)).await;
     assert_eq!(status, StatusCode::OK);
     drop(hog);
+    // The gauge shows the budget given back.
+    let mut released = false;
+    for _ in 0..400 {
+        if metrics(gw.admin_addr).await.contains("elicitgate_buffered_bytes 0") {
+            released = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(released, "the stalled body's bytes are given back");
     let mut ok = false;
     for _ in 0..100 {
         let (status, _, _) = send(rpc_post(&gw.url(), &body)).await;
@@ -337,5 +363,65 @@ mod fan_out {
         let (status, _, _) = send(rpc_post(&gw.url(), r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#)).await;
         assert_eq!(status, StatusCode::ACCEPTED);
         gw.shutdown().await;
+    }
+}
+
+mod stdio {
+    use super::*;
+    use std::process::Stdio;
+
+    fn rss_kib(pid: u32) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// A child that floods its stdout while the client reads nothing: the gateway's memory stays
+    /// bounded (the child waits on its pipe), and the gateway still exits promptly on EOF.
+    #[tokio::test]
+    async fn a_flooding_child_and_a_client_that_does_not_read_keep_memory_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("stdio.yaml");
+        std::fs::write(
+            &config,
+            "audit: { sink: file, file: \"".to_owned()
+                + &dir.path().join("audit.jsonl").display().to_string()
+                + "\" }\nlog: { level: error }\ntimeouts: { shutdown_grace: 2s }\n",
+        )
+        .unwrap();
+        // ~1 KiB notifications, as fast as the pipe takes them (2 GiB if nothing pushed back).
+        let flood = r#"import sys
+line = ('{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"' + 'x' * 1000 + '"}}\n').encode()
+out = sys.stdout.buffer
+for _ in range(2_000_000):
+    out.write(line)
+"#;
+        let mut gw = tokio::process::Command::new(env!("CARGO_BIN_EXE_elicitgate"))
+            .args(["stdio", "--config"])
+            .arg(&config)
+            .args(["--", "python3", "-c", flood])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let pid = gw.id().unwrap();
+        // Nothing is read for a while; the peak is what matters.
+        let mut peak = 0;
+        for _ in 0..30 {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            peak = peak.max(rss_kib(pid));
+        }
+        assert!(peak > 0, "gateway not running");
+        assert!(peak < 64 * 1024, "gateway RSS grew to {peak} KiB with a client that does not read");
+        // Client EOF with a full output queue: the gateway still ends (grace 2 s, then the
+        // child is stopped), even though its stdout is never read.
+        drop(gw.stdin.take());
+        let ended = tokio::time::timeout(Duration::from_secs(30), gw.wait()).await;
+        assert!(ended.is_ok(), "the gateway did not exit while its stdout was blocked");
     }
 }

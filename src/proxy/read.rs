@@ -19,14 +19,41 @@ use tokio::time::Instant;
 /// Bytes the process may hold in whole-body buffers at once (request bodies, and JSON answers
 /// read whole for judgment), shared by every worker.
 #[derive(Clone, Debug)]
-pub struct BufferBudget(Arc<Semaphore>);
+pub struct BufferBudget(Arc<Semaphore>, Arc<Shown>);
+
+/// The budget's size and the gauge that shows how much of it is held.
+#[derive(Debug)]
+struct Shown {
+    total: usize,
+    gauge: Option<prometheus::IntGauge>,
+}
+
+impl Shown {
+    fn update(&self, semaphore: &Semaphore) {
+        if let Some(g) = &self.gauge {
+            let held = self.total.saturating_sub(semaphore.available_permits());
+            g.set(i64::try_from(held).unwrap_or(i64::MAX));
+        }
+    }
+}
 
 impl BufferBudget {
     pub fn new(bytes: u64) -> Self {
+        Self::with_gauge(bytes, None)
+    }
+
+    /// A budget whose held bytes `gauge` shows.
+    pub fn with_gauge(bytes: u64, gauge: Option<prometheus::IntGauge>) -> Self {
         let permits = usize::try_from(bytes)
             .unwrap_or(usize::MAX)
             .min(Semaphore::MAX_PERMITS);
-        Self(Arc::new(Semaphore::new(permits)))
+        Self(
+            Arc::new(Semaphore::new(permits)),
+            Arc::new(Shown {
+                total: permits,
+                gauge,
+            }),
+        )
     }
 
     /// Bytes not held by any read.
@@ -45,9 +72,15 @@ impl BufferBudget {
         match self.0.clone().try_acquire_many_owned(n) {
             Ok(permit) => {
                 match held {
-                    Some(h) => h.0.merge(permit),
-                    None => *held = Some(Held(permit)),
+                    Some(h) => h.permit.merge(permit),
+                    None => {
+                        *held = Some(Held {
+                            permit,
+                            budget: self.clone(),
+                        })
+                    }
                 }
+                self.1.update(&self.0);
                 true
             }
             Err(_) => false,
@@ -57,7 +90,21 @@ impl BufferBudget {
 
 /// A share of the [`BufferBudget`], given back when dropped.
 #[derive(Debug)]
-pub struct Held(#[allow(dead_code)] OwnedSemaphorePermit);
+pub struct Held {
+    permit: OwnedSemaphorePermit,
+    budget: BufferBudget,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // Give the bytes back first, then show the new level.
+        let n = self.permit.num_permits();
+        if n > 0 {
+            drop(self.permit.split(n));
+        }
+        self.budget.1.update(&self.budget.0);
+    }
+}
 
 /// How one whole-body read is bounded.
 pub struct Bounds<'a> {

@@ -202,26 +202,37 @@ async fn serve_connection<I>(
     }
 }
 
-/// Binds `count` listening sockets on one address with `SO_REUSEPORT` (for port 0, the
-/// port the first one got), non-blocking and with deep accept queues.
+/// Binds `count` listening sockets on one address with `SO_REUSEPORT`, non-blocking and with
+/// deep accept queues.
+///
+/// For port 0 (tests, ad-hoc runs) there is one socket, duplicated for each worker: the kernel
+/// may hand a port already bound with `SO_REUSEPORT` by another process of the same user to a
+/// new `SO_REUSEPORT` bind of port 0, and the two would then silently share connections.
 pub fn bind_workers(addr: SocketAddr, count: usize) -> anyhow::Result<Vec<std::net::TcpListener>> {
     use anyhow::Context;
     use socket2::{Domain, Protocol, Socket, Type};
-    let one = |addr: SocketAddr| -> std::io::Result<std::net::TcpListener> {
+    let one = |addr: SocketAddr, reuse_port: bool| -> std::io::Result<std::net::TcpListener> {
         let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
         socket.set_reuse_address(true)?;
-        socket.set_reuse_port(true)?;
+        socket.set_reuse_port(reuse_port)?;
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
         socket.listen(4096)?;
         Ok(socket.into())
     };
-    let first = one(addr).with_context(|| format!("binding {addr}"))?;
+    let ephemeral = addr.port() == 0;
+    let first = one(addr, !ephemeral).with_context(|| format!("binding {addr}"))?;
     let bound = first.local_addr()?;
-    let mut listeners = vec![first];
+    let mut listeners = Vec::with_capacity(count.max(1));
     for _ in 1..count.max(1) {
-        listeners.push(one(bound).with_context(|| format!("binding {bound} again"))?);
+        let next = if ephemeral {
+            first.try_clone()
+        } else {
+            one(bound, true)
+        };
+        listeners.push(next.with_context(|| format!("binding {bound} again"))?);
     }
+    listeners.insert(0, first);
     Ok(listeners)
 }
 
