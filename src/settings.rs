@@ -65,6 +65,8 @@ pub struct Limits {
     /// Bytes each table of asked elicitations may hold (oldest evicted first; an evicted
     /// legacy elicitation's server is told).
     pub max_pending_bytes: ByteSize,
+    /// Concurrent HTTP/2 streams per client connection.
+    pub max_streams_per_connection: u32,
     /// Elicitations one response (a JSON body, one message, or a whole SSE stream) may carry;
     /// past it the rest is refused and the stream ends with the blocked-content error.
     pub max_elicitations_per_response: usize,
@@ -84,6 +86,7 @@ impl Default for Limits {
             max_pending: 10_000,
             max_pending_bytes: ByteSize::mib(64),
             max_elicitations_per_response: 64,
+            max_streams_per_connection: 100,
             request_buffer_budget: ByteSize::mib(256),
         }
     }
@@ -114,6 +117,10 @@ pub struct Timeouts {
     /// How long a legacy session's capabilities are remembered after its last use.
     #[serde(with = "humantime_serde")]
     pub session_idle: Duration,
+    /// A client connection with no request in flight for this long is closed (HTTP/2
+    /// included; an SSE stream is a request in flight until it ends).
+    #[serde(with = "humantime_serde")]
+    pub client_idle: Duration,
     /// Time a client gets to send a whole request body; exceeded → 408.
     #[serde(with = "humantime_serde")]
     pub request_body: Duration,
@@ -132,6 +139,7 @@ impl Default for Timeouts {
             tls_handshake: Duration::from_secs(10),
             shutdown_grace: Duration::from_secs(30),
             session_idle: Duration::from_secs(3600),
+            client_idle: Duration::from_secs(60),
             request_body: Duration::from_secs(30),
             request_body_idle: Duration::from_secs(10),
         }
@@ -423,6 +431,9 @@ impl Settings {
         if self.limits.max_request_body.as_u64() == 0 || self.limits.max_sse_event.as_u64() == 0 {
             errors.push("limits: sizes must be greater than zero".into());
         }
+        if self.limits.max_streams_per_connection == 0 {
+            errors.push("limits.max_streams_per_connection: must be greater than zero".into());
+        }
         if self.limits.max_elicitations_per_response == 0 {
             errors.push("limits.max_elicitations_per_response: must be greater than zero".into());
         }
@@ -445,6 +456,7 @@ impl Settings {
             ("client_header", t.client_header),
             ("tls_handshake", t.tls_handshake),
             ("request_body", t.request_body),
+            ("client_idle", t.client_idle),
             ("request_body_idle", t.request_body_idle),
         ] {
             if value.is_zero() {

@@ -119,7 +119,11 @@ impl AnswerServer for StdioAnswer {
             recorder.gateway_answer(&ex.route_name, false);
             return;
         }
-        let (waiting, recorder, route) = (self.waiting.clone(), recorder.clone(), ex.route_name.clone());
+        let (waiting, recorder, route) = (
+            self.waiting.clone(),
+            recorder.clone(),
+            ex.route_name.clone(),
+        );
         tokio::spawn(async move {
             let ok = tx.send(body).await.is_ok();
             waiting.fetch_sub(1, Ordering::Relaxed);
@@ -268,10 +272,7 @@ fn exit_code(status: std::process::ExitStatus) -> i32 {
         .unwrap_or(1)
 }
 
-async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
-    mut rx: mpsc::Receiver<Bytes>,
-    mut out: W,
-) {
+async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Bytes>, mut out: W) {
     while let Some(line) = rx.recv().await {
         let ok = out.write_all(&line).await.is_ok() && out.write_all(b"\n").await.is_ok();
         // Flush after a burst, not after every line.

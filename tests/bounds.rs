@@ -98,14 +98,24 @@ async fn the_buffer_budget_refuses_new_bodies_while_stalled_ones_hold_it() {
     // Wait until the gateway holds the stalled bytes.
     let mut holding = false;
     for _ in 0..400 {
-        if metrics(gw.admin_addr).await.contains("elicitgate_buffered_bytes 60000") {
+        if metrics(gw.admin_addr)
+            .await
+            .contains("elicitgate_buffered_bytes 60000")
+        {
             holding = true;
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(holding, "the stalled body is held: {}", metrics(gw.admin_addr).await);
-    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","pad":"{}"}}"#, "x".repeat(10_000));
+    assert!(
+        holding,
+        "the stalled body is held: {}",
+        metrics(gw.admin_addr).await
+    );
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","pad":"{}"}}"#,
+        "x".repeat(10_000)
+    );
     let mut refused = None;
     let mut seen = std::collections::BTreeSet::new();
     for _ in 0..400 {
@@ -124,13 +134,20 @@ async fn the_buffer_budget_refuses_new_bodies_while_stalled_ones_hold_it() {
     let refused = refused.unwrap();
     assert!(refused.contains("buffer_budget"), "{refused}");
     // Small bodies still fit, and the budget comes back when the stalled peer leaves.
-    let (status, _, _) = send(rpc_post(&gw.url(), r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#)).await;
+    let (status, _, _) = send(rpc_post(
+        &gw.url(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#,
+    ))
+    .await;
     assert_eq!(status, StatusCode::OK);
     drop(hog);
     // The gauge shows the budget given back.
     let mut released = false;
     for _ in 0..400 {
-        if metrics(gw.admin_addr).await.contains("elicitgate_buffered_bytes 0") {
+        if metrics(gw.admin_addr)
+            .await
+            .contains("elicitgate_buffered_bytes 0")
+        {
             released = true;
             break;
         }
@@ -146,7 +163,10 @@ async fn the_buffer_budget_refuses_new_bodies_while_stalled_ones_hold_it() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(ok, "the budget is given back when the stalled body goes away");
+    assert!(
+        ok,
+        "the budget is given back when the stalled body goes away"
+    );
     gw.shutdown().await;
 }
 
@@ -205,7 +225,11 @@ mod pending {
     #[tokio::test]
     async fn an_expired_elicitation_ends_the_servers_call_and_a_late_answer_is_unknown() {
         let upstream = legacy_server(|_| {
-            sse(&[form("t-1", "Your name?", json!({"name": {"type": "string"}}))])
+            sse(&[form(
+                "t-1",
+                "Your name?",
+                json!({"name": {"type": "string"}}),
+            )])
         })
         .await;
         let gw = gateway(&with(
@@ -240,7 +264,12 @@ mod pending {
     }
 
     async fn answer_form(gw: &TestGateway, id: &str) -> (StatusCode, Value) {
-        answer(gw, id, json!({"action": "accept", "content": {"name": "Ada"}})).await
+        answer(
+            gw,
+            id,
+            json!({"action": "accept", "content": {"name": "Ada"}}),
+        )
+        .await
     }
 
     #[tokio::test]
@@ -264,7 +293,9 @@ mod pending {
         for n in 0..6 {
             let req = in_session(rpc_post(
                 &gw.url(),
-                &format!(r#"{{"jsonrpc":"2.0","id":"c-{n}","method":"tools/call","params":{{"name":"{n}"}}}}"#),
+                &format!(
+                    r#"{{"jsonrpc":"2.0","id":"c-{n}","method":"tools/call","params":{{"name":"{n}"}}}}"#
+                ),
             ));
             let (status, _, body) = send(req).await;
             assert_eq!(status, StatusCode::OK);
@@ -273,7 +304,12 @@ mod pending {
         let first = gateway_answer(&upstream, "b-0", Duration::from_secs(10)).await;
         assert_eq!(first["error"]["data"]["reason"], "elicitation_evicted");
         // The newest is still pending and its answer is accepted.
-        let (status, _) = answer(&gw, "b-5", json!({"action": "accept", "content": {"c": "5-option-0001"}})).await;
+        let (status, _) = answer(
+            &gw,
+            "b-5",
+            json!({"action": "accept", "content": {"c": "5-option-0001"}}),
+        )
+        .await;
         assert_eq!(status, StatusCode::ACCEPTED);
         gw.shutdown().await;
     }
@@ -304,7 +340,11 @@ mod pending {
         ));
         let response = client().request(req).await.unwrap();
         let mut body = response.into_body();
-        let event = sse(&[form("g-1", "Your name?", json!({"name": {"type": "string"}}))]);
+        let event = sse(&[form(
+            "g-1",
+            "Your name?",
+            json!({"name": {"type": "string"}}),
+        )]);
         tx.send(Bytes::from(event)).await.unwrap();
         let mut seen = Vec::new();
         read_until(&mut body, &mut seen, "elicitation/create").await;
@@ -324,7 +364,13 @@ mod fan_out {
     async fn a_stream_of_thousands_of_blocked_elicitations_is_cut_without_fanning_out() {
         let upstream = legacy_server(|_| {
             let forms: Vec<_> = (0..5000)
-                .map(|i| form(&format!("p-{i}"), "Password", json!({"password": {"type": "string"}})))
+                .map(|i| {
+                    form(
+                        &format!("p-{i}"),
+                        "Password",
+                        json!({"password": {"type": "string"}}),
+                    )
+                })
                 .collect();
             sse(&forms)
         })
@@ -338,7 +384,10 @@ mod fan_out {
         let body = call_tool(&gw).await;
         assert!(!body.contains("elicitation/create"), "forwarded");
         assert!(body.contains("elicitations_per_response"), "{body}");
-        assert!(body.contains("\"c-1\""), "the client's call ends with an error for its id");
+        assert!(
+            body.contains("\"c-1\""),
+            "the client's call ends with an error for its id"
+        );
         // Let the gateway's answers drain, then count them and the sockets they used.
         let mut answers = 0;
         for _ in 0..200 {
@@ -353,14 +402,21 @@ mod fan_out {
             }
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
-        assert_eq!(answers, 50, "exactly the capped number of elicitations was answered");
+        assert_eq!(
+            answers, 50,
+            "exactly the capped number of elicitations was answered"
+        );
         assert!(
             upstream.connection_count() <= 2 + elicitgate::proxy::answer::AnswerLimit::IN_FLIGHT,
             "{} upstream connections",
             upstream.connection_count()
         );
         // Everyone else is still served.
-        let (status, _, _) = send(rpc_post(&gw.url(), r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#)).await;
+        let (status, _, _) = send(rpc_post(
+            &gw.url(),
+            r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#,
+        ))
+        .await;
         assert_eq!(status, StatusCode::ACCEPTED);
         gw.shutdown().await;
     }
@@ -417,11 +473,17 @@ for _ in range(2_000_000):
             peak = peak.max(rss_kib(pid));
         }
         assert!(peak > 0, "gateway not running");
-        assert!(peak < 64 * 1024, "gateway RSS grew to {peak} KiB with a client that does not read");
+        assert!(
+            peak < 64 * 1024,
+            "gateway RSS grew to {peak} KiB with a client that does not read"
+        );
         // Client EOF with a full output queue: the gateway still ends (grace 2 s, then the
         // child is stopped), even though its stdout is never read.
         drop(gw.stdin.take());
         let ended = tokio::time::timeout(Duration::from_secs(30), gw.wait()).await;
-        assert!(ended.is_ok(), "the gateway did not exit while its stdout was blocked");
+        assert!(
+            ended.is_ok(),
+            "the gateway did not exit while its stdout was blocked"
+        );
     }
 }

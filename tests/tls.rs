@@ -121,3 +121,63 @@ async fn https_upstream_verified_with_a_custom_ca() {
     assert_eq!(json(&body)["id"], 2);
     gw.shutdown().await;
 }
+
+/// Issue 14: an HTTP/2 connection over TLS with no request in flight is closed after
+/// `timeouts.client_idle` (hyper never closes an idle HTTP/2 connection by itself).
+#[tokio::test]
+async fn idle_http2_connections_are_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let pki = pki(dir.path());
+    let upstream = MockUpstream::start(|_| {
+        full(
+            StatusCode::OK,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        )
+    })
+    .await;
+    let extra = format!(
+        "tls: {{ cert_file: \"{}\", key_file: \"{}\" }}\ntimeouts: {{ client_idle: 500ms }}",
+        pki.cert_file.display(),
+        pki.key_file.display()
+    );
+    let gw = gateway(&config_for(&upstream.url("/mcp"), &extra)).await;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut pki.ca_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    assert_eq!(tls.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (mut send, conn) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(tls),
+    )
+    .await
+    .unwrap();
+    let conn = tokio::spawn(conn);
+    let req = Request::post(format!("https://localhost:{}/mcp", gw.addr.port()))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(
+            br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+        )))
+        .unwrap();
+    let response = send.send_request(req).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    response.into_body().collect().await.unwrap();
+    // Idle now: the gateway closes the connection (a generous ceiling, not a timing test).
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(15), conn).await;
+    assert!(closed.is_ok(), "the idle HTTP/2 connection is still open");
+    gw.shutdown().await;
+}

@@ -557,7 +557,9 @@ impl Enforcer {
             }),
         };
         let weight = pending.weight();
-        state.pending.insert_weighted(key, pending, weight, now, ttl);
+        state
+            .pending
+            .insert_weighted(key, pending, weight, now, ttl);
         let dropped = state.pending.take_dropped();
         self.recorder
             .pending(state.pending_count(), state.sessions.len());

@@ -254,7 +254,11 @@ impl Recorder {
     /// A legacy elicitation the gateway stopped tracking unanswered (`expired`, `evicted`,
     /// `client_gone`): its server is being told.
     pub fn pending_released(&self, route: &str, reason: &'static str) {
-        tracing::info!(route, reason, "Released an unanswered elicitation; the server is told.");
+        tracing::info!(
+            route,
+            reason,
+            "Released an unanswered elicitation; the server is told."
+        );
         self.metrics
             .pending_released
             .with_label_values(&[route, reason])

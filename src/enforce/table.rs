@@ -75,7 +75,10 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
 
     /// Values dropped by expiry or eviction since the last call (reporting tables only).
     pub fn take_dropped(&mut self) -> Vec<(V, Dropped)> {
-        self.dropped.as_mut().map(std::mem::take).unwrap_or_default()
+        self.dropped
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Sum of the live entries' weights.
@@ -118,7 +121,14 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
     /// Inserts or replaces `key` holding about `weight` bytes; older entries are evicted while
     /// the table is full or over its byte budget (a value heavier than the whole budget is
     /// still kept, alone).
-    pub fn insert_weighted(&mut self, key: K, value: V, weight: usize, now: Instant, ttl: Duration) {
+    pub fn insert_weighted(
+        &mut self,
+        key: K,
+        value: V,
+        weight: usize,
+        now: Instant,
+        ttl: Duration,
+    ) {
         self.sweep(now);
         if let Some(old) = self.take(&key) {
             // Replaced, not dropped: whatever it stood for continues under the new value.
@@ -327,7 +337,10 @@ mod tests {
         );
         assert_eq!(t.remove(&"d", t0), Some(4));
         assert_eq!(t.weight(), 0);
-        assert!(t.take_dropped().is_empty(), "removed entries are not dropped ones");
+        assert!(
+            t.take_dropped().is_empty(),
+            "removed entries are not dropped ones"
+        );
     }
 
     #[test]
@@ -342,13 +355,19 @@ mod tests {
         assert_eq!(t.take_dropped(), vec![(2, Dropped::Expired)]);
         t.insert("c", 3, t0, S);
         t.insert("c", 4, t0, S);
-        assert!(t.take_dropped().is_empty(), "a replaced value is not dropped");
+        assert!(
+            t.take_dropped().is_empty(),
+            "a replaced value is not dropped"
+        );
         t.retain_keys(|k| *k != "c");
         assert_eq!(t.take_dropped(), vec![(4, Dropped::Cleared)]);
         let mut quiet = TtlTable::new(1);
         quiet.insert(1, (), t0, S);
         quiet.insert(2, (), t0, S);
-        assert!(quiet.take_dropped().is_empty(), "non-reporting tables keep nothing");
+        assert!(
+            quiet.take_dropped().is_empty(),
+            "non-reporting tables keep nothing"
+        );
     }
 
     #[test]

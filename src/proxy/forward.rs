@@ -254,7 +254,8 @@ async fn relay_response(
         let limit = limits.max_response_body.as_u64();
         let bytes = read_response(source, limit, idle, &gateway.budget).await?;
         upstream::release(lease);
-        let channel: ServerChannel = Arc::new(HttpAnswer(route.upstream.clone(), route.answers.clone()));
+        let channel: ServerChannel =
+            Arc::new(HttpAnswer(route.upstream.clone(), route.answers.clone()));
         let judged = gateway.enforcer.judge_json_body(&exchange, bytes, &channel);
         parts.headers.remove(header::CONTENT_LENGTH);
         return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
@@ -307,11 +308,15 @@ async fn read_response(
         budget,
     };
     let read = match source {
-        Source::Plain(body) => read::whole(body, &bounds).await.map_err(|e| e.map_body(drop)),
+        Source::Plain(body) => read::whole(body, &bounds)
+            .await
+            .map_err(|e| e.map_body(drop)),
         Source::Decoded(stream) => {
             use futures_util::TryStreamExt;
             let body = http_body_util::StreamBody::new(stream.map_ok(http_body::Frame::data));
-            read::whole(body, &bounds).await.map_err(|e| e.map_body(drop))
+            read::whole(body, &bounds)
+                .await
+                .map_err(|e| e.map_body(drop))
         }
     };
     match read {

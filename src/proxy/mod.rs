@@ -1,5 +1,5 @@
 //! The reverse proxy: the route table, the per-request pipeline ([`forward`]), response
-//! bodies ([`body`]), bounded whole-body reads ([`read`]), header rules ([`headers`]), upstream clients ([`upstream`]), per-route
+//! bodies ([`body`]), bounded whole-body reads ([`read`]), header rules ([`headers`]), idle client connections ([`idle`]), upstream clients ([`upstream`]), per-route
 //! request metrics ([`request_metrics`]), the accept loop ([`server`]) and connection draining
 //! at shutdown ([`drain`]).
 
@@ -8,6 +8,7 @@ pub mod body;
 pub mod drain;
 pub mod forward;
 pub mod headers;
+pub mod idle;
 pub mod read;
 pub mod request_metrics;
 pub mod respond;

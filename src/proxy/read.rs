@@ -165,7 +165,9 @@ where
     let mut single: Option<Bytes> = None;
     let mut joined: Option<bytes::BytesMut> = None;
     loop {
-        let wait = bounds.idle.min(deadline.saturating_duration_since(Instant::now()));
+        let wait = bounds
+            .idle
+            .min(deadline.saturating_duration_since(Instant::now()));
         let frame = match tokio::time::timeout(wait, body.frame()).await {
             Ok(Some(frame)) => frame,
             Ok(None) => break,

@@ -9,12 +9,14 @@
 //! wake-ups on the request path. Shared between workers: the enforcement state, metrics and
 //! the connection limit.
 //!
-//! Owns connection lifecycles, never request content. Shutdown stops accepting at once, lets
+//! Owns connection lifecycles, never request content: connection permits, TLS handshake
+//! timeout, HTTP/2 stream and reset bounds, idle connections closed ([`super::idle`]). Shutdown stops accepting at once, lets
 //! in-flight requests finish for up to `timeouts.shutdown_grace`, then returns (each worker's
 //! runtime drops whatever is left).
 
 use super::drain::Drain;
 use super::forward::{self, ClientConn};
+use super::idle::{Activity, Idle, Tracked};
 use super::Gateway;
 use crate::Shutdown;
 use hyper::service::service_fn;
@@ -87,7 +89,18 @@ pub async fn serve(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(timeouts.client_header);
-    builder.http2().timer(TokioTimer::new());
+    // HTTP/2: a bound on concurrent streams, keep-alive pings (a dead peer is noticed), and
+    // the CVE-2023-44487 ("rapid reset") bounds: streams a peer opens and resets before they
+    // are served, and streams the gateway itself must reset for protocol errors.
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(gateway.settings.limits.max_streams_per_connection)
+        .keep_alive_interval(Some(std::time::Duration::from_secs(30)))
+        .keep_alive_timeout(std::time::Duration::from_secs(20))
+        .max_pending_accept_reset_streams(Some(20))
+        .max_local_error_reset_streams(Some(256))
+        .max_header_list_size(64 * 1024);
     // Plain-text clients speak HTTP/1.1 (MCP clients do not use h2c): they are served by
     // hyper's HTTP/1 connection directly (no preface sniffing, no rewind buffer). Over TLS,
     // ALPN decides.
@@ -178,22 +191,37 @@ async fn serve_connection<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let peer = conn.peer;
-    let service = service_fn(move |request| {
-        let (gateway, conn) = (gateway.clone(), conn.clone());
-        async move { Ok::<_, Infallible>(forward::handle(gateway, conn, request).await) }
-    });
+    let idle_timeout = gateway.settings.timeouts.client_idle;
+    let activity = Activity::new();
+    let service = {
+        let activity = activity.clone();
+        service_fn(move |request| {
+            let (gateway, conn) = (gateway.clone(), conn.clone());
+            let active = activity.begin();
+            async move {
+                let response = forward::handle(gateway, conn, request).await;
+                Ok::<_, Infallible>(response.map(|body| Tracked::new(body, active)))
+            }
+        })
+    };
     let ended: Result<(), Box<dyn std::error::Error + Send + Sync>> = match protocol {
         Protocol::Plain(builder) => drain
-            .watch(builder.serve_connection(TokioIo::new(io), service))
+            .watch(Idle::new(
+                builder.serve_connection(TokioIo::new(io), service),
+                activity,
+                idle_timeout,
+            ))
             .await
             .map_err(Into::into),
         Protocol::Negotiated(builder) => {
             drain
-                .watch(
+                .watch(Idle::new(
                     builder
                         .serve_connection(TokioIo::new(io), service)
                         .into_owned(),
-                )
+                    activity,
+                    idle_timeout,
+                ))
                 .await
         }
     };
