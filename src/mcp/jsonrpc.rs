@@ -84,14 +84,38 @@ pub struct Envelope {
 struct Peek<'a> {
     #[serde(borrow, default)]
     id: Option<&'a RawValue>,
-    #[serde(borrow, default)]
-    method: Option<Cow<'a, str>>,
+    /// Present at all, whatever its value: `"method": null` is a member named `method`, and
+    /// a message with one is no response (the strict [`classify`] agrees; found by fuzzing).
+    #[serde(borrow, default, deserialize_with = "method_member")]
+    method: Option<MethodMember<'a>>,
     /// Present at all (even `null`): a reader that takes any `result` member as a response
     /// must not see a response where the gateway sees a request.
     #[serde(default, deserialize_with = "present")]
     result: bool,
     #[serde(default, deserialize_with = "present")]
     error: bool,
+}
+
+/// A `method` member as [`Envelope::peek`] sees it.
+enum MethodMember<'a> {
+    Name(Cow<'a, str>),
+    /// Present, but not a string (`null`, a number, …).
+    NotAString,
+}
+
+fn method_member<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<MethodMember<'de>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Member<'a> {
+        Name(#[serde(borrow)] Cow<'a, str>),
+        Other(serde::de::IgnoredAny),
+    }
+    Ok(Some(match Member::deserialize(d)? {
+        Member::Name(name) => MethodMember::Name(name),
+        Member::Other(_) => MethodMember::NotAString,
+    }))
 }
 
 /// Deserialises any value (bounded by serde_json's depth limit) and records that it was there.
@@ -140,6 +164,7 @@ impl Envelope {
         // Exactly one shape (JSON-RPC 2.0 §4, §5): a method and nothing of a response, or an
         // id with exactly one of `result` and `error`.
         let kind = match (&peek.method, &id, peek.result, peek.error) {
+            (Some(MethodMember::NotAString), ..) => Kind::Invalid,
             (Some(_), Some(_), false, false) => Kind::Request,
             (Some(_), None, false, false) => Kind::Notification,
             (None, Some(_), true, false) | (None, Some(_), false, true) => Kind::Response,
@@ -147,9 +172,10 @@ impl Envelope {
             (None, None, false, true) => Kind::Response,
             _ => Kind::Invalid,
         };
-        let method = peek
-            .method
-            .and_then(|m| KNOWN_METHODS.iter().copied().find(|k| *k == m));
+        let method = match peek.method {
+            Some(MethodMember::Name(m)) => KNOWN_METHODS.iter().copied().find(|k| *k == m),
+            _ => None,
+        };
         Envelope { kind, id, method }
     }
 
@@ -421,6 +447,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":{"x":1},"method":"a"}"#,
             r#"{"jsonrpc":"2.0","id":true,"result":{}}"#,
             r#"{"jsonrpc":"2.0","method":5,"id":1}"#,
+            // Found by fuzzing: a `method` member of any value makes it no response.
+            r#"{"jsonrpc":"2.0","id":1,"method":null,"error":{"code":1,"message":"m"}}"#,
+            r#"{"jsonrpc":"2.0","method":null,"error":{"code":1,"message":"m"}}"#,
             r#"{"jsonrpc":"2.0","id":1}"#,
         ] {
             assert_eq!(
