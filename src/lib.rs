@@ -145,8 +145,17 @@ pub fn audit_sink_with(
         },
         (AuditSinkKind::File, None) => anyhow::bail!("audit.file is required with sink: file"),
     };
-    AuditSink::start(target, a.queue, metrics.audit_events_dropped.clone())
-        .context("starting the audit writer")
+    let counters = audit::sink::WriterCounters {
+        rotations: Some(metrics.audit_rotations.clone()),
+        write_errors: Some(metrics.audit_write_errors.clone()),
+    };
+    AuditSink::start_counted(
+        target,
+        a.queue,
+        metrics.audit_events_dropped.clone(),
+        counters,
+    )
+    .context("starting the audit writer")
 }
 
 /// Builds the enforcement engine for `settings`, writing audit events to `sink`.
@@ -159,8 +168,15 @@ pub fn enforcer_for(
         Some(s) => s.expose().as_bytes().to_vec(),
         None => audit::random_salt(),
     };
-    let auditor =
-        Arc::new(audit::Auditor::new(sink, salt).context("compiling the audit scrubber")?);
+    let auditor = Arc::new(
+        audit::Auditor::limited(
+            sink,
+            salt,
+            settings.audit.max_events_per_minute,
+            Some(metrics.audit_events_suppressed.clone()),
+        )
+        .context("compiling the audit scrubber")?,
+    );
     let recorder = enforce::record::Recorder {
         metrics: metrics.clone(),
         auditor,

@@ -72,6 +72,12 @@ pub struct Metrics {
     pub policy_last_reload_timestamp: Gauge,
     /// Audit events dropped because the writer could not keep up.
     pub audit_events_dropped: IntCounter,
+    /// Audit events left out by the per-scope rate limit, by event kind.
+    pub audit_events_suppressed: IntCounterVec,
+    /// Audit file rotations.
+    pub audit_rotations: IntCounter,
+    /// Audit lines the writer failed to write (disk full, I/O errors).
+    pub audit_write_errors: IntCounter,
 }
 
 /// A registry that remembers the names registered in it.
@@ -165,7 +171,30 @@ impl Metrics {
             )
             .expect("static metric definition"),
         );
+        let audit_rotations = f.register(
+            "audit_rotations_total",
+            IntCounter::new(
+                "audit_rotations_total",
+                "Audit file rotations (size-based).",
+            )
+            .expect("static metric definition"),
+        );
+        let audit_write_errors = f.register(
+            "audit_write_errors_total",
+            IntCounter::new(
+                "audit_write_errors_total",
+                "Audit lines the writer failed to write (disk full, I/O errors); proxying continues.",
+            )
+            .expect("static metric definition"),
+        );
         Self {
+            audit_events_suppressed: f.counter(
+                "audit_events_suppressed_total",
+                "Audit events left out by the per-scope rate limit (audit.max_events_per_minute), by event kind; each scope's minute ends with an audit.suppressed summary.",
+                &["event"],
+            ),
+            audit_rotations,
+            audit_write_errors,
             requests: f.counter(
                 "requests_total",
                 "Client requests answered, by route, HTTP method, MCP method and HTTP status.",

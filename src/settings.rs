@@ -188,6 +188,9 @@ pub struct AuditSettings {
     pub keep_files: u32,
     /// Events queued for the writer; beyond this they are dropped and counted.
     pub queue: usize,
+    /// Events written per scope (legacy session, else principal) and minute; past it they
+    /// are counted and summarised in one `audit.suppressed` event (0: no limit).
+    pub max_events_per_minute: u32,
     /// Secret key for hashing session, principal and elicitation ids; generated at start when
     /// absent (then hashes do not correlate across restarts). Prefer the environment:
     /// `ELICITGATE__AUDIT__SALT`.
@@ -202,6 +205,7 @@ impl Default for AuditSettings {
             max_file_size: ByteSize::mib(100),
             keep_files: 5,
             queue: 10_000,
+            max_events_per_minute: 600,
             salt: None,
         }
     }

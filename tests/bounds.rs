@@ -487,3 +487,47 @@ for _ in range(2_000_000):
         );
     }
 }
+
+mod audit_flood {
+    use super::*;
+    use common::scripted::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn one_session_cannot_flood_the_audit_log() {
+        // Notification-shaped elicitations (no id): judged, audited and dropped, many per stream.
+        let upstream = legacy_server(|_| {
+            let forms: Vec<_> = (0..40)
+                .map(|_| {
+                    json!({"jsonrpc":"2.0","method":"elicitation/create","params":{
+                        "message":"Password","requestedSchema":{"type":"object","properties":{"password":{"type":"string"}}}}})
+                })
+                .collect();
+            sse(&forms)
+        })
+        .await;
+        let gw = gateway(&config_for(
+            &upstream.url("/mcp"),
+            "audit:\n  max_events_per_minute: 10\n",
+        ))
+        .await;
+        initialize(&gw, BOTH).await;
+        for _ in 0..3 {
+            call_tool(&gw).await;
+        }
+        let audit = gw.audit().await;
+        let of_session = audit.iter().filter(|e| e["session"].is_string()).count();
+        assert!(
+            of_session <= 10,
+            "{of_session} events of one session in a minute"
+        );
+        let m = metrics(gw.admin_addr).await;
+        let suppressed: u64 = m
+            .lines()
+            .filter(|l| l.starts_with("elicitgate_audit_events_suppressed_total{"))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum();
+        assert!(suppressed >= 100, "suppressed {suppressed}: {m}");
+        gw.shutdown().await;
+    }
+}

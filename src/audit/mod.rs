@@ -7,6 +7,7 @@
 //! full URLs and headers are never copied in (the message only when a policy opts in, and
 //! then scrubbed).
 
+pub mod limit;
 pub mod scrub;
 pub mod sink;
 
@@ -46,6 +47,28 @@ pub enum EventKind {
     /// event type) and therefore did not forward.
     #[serde(rename = "message.refused")]
     Refused,
+    /// Events of one scope past `audit.max_events_per_minute`, counted instead of written.
+    #[serde(rename = "audit.suppressed")]
+    Suppressed,
+}
+
+impl EventKind {
+    /// The event's name, as written (a bounded label).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Allowed => "elicitation.allowed",
+            Self::Blocked => "elicitation.blocked",
+            Self::Audited => "elicitation.audited",
+            Self::Answered => "elicitation.answered",
+            Self::AnswerRejected => "answer.rejected",
+            Self::Completed => "elicitation.completed",
+            Self::CompletionDropped => "completion.dropped",
+            Self::PolicyLoaded => "policy.loaded",
+            Self::PolicyReloadFailed => "policy.reload_failed",
+            Self::Refused => "message.refused",
+            Self::Suppressed => "audit.suppressed",
+        }
+    }
 }
 
 /// A schema property as audited: its name (scrubbed) and type, never its values.
@@ -126,6 +149,12 @@ pub struct AuditEvent {
     /// Free-form reason for policy events (error counts, never file contents).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// `audit.suppressed`: events left out in the scope's last minute, by rule (or reason, or
+    /// event kind), and their total.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed: Option<std::collections::BTreeMap<String, u64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed_total: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -137,20 +166,65 @@ struct Envelope<'a> {
     event: &'a AuditEvent,
 }
 
-/// Builds, redacts and writes audit events.
+/// Builds, redacts, rate-limits and writes audit events.
 pub struct Auditor {
     sink: AuditSink,
     salt: Vec<u8>,
     scrubber: Scrubber,
+    limiter: std::sync::Mutex<limit::Limiter>,
+    /// Events suppressed by the limiter, by event kind.
+    suppressed: Option<prometheus::IntCounterVec>,
 }
 
 impl Auditor {
+    /// An auditor without a rate limit.
     pub fn new(sink: AuditSink, salt: Vec<u8>) -> Result<Self, regex::Error> {
+        Self::limited(sink, salt, 0, None)
+    }
+
+    /// An auditor writing at most `per_minute` events per scope and minute (0: no limit);
+    /// `suppressed` counts the rest by event kind.
+    pub fn limited(
+        sink: AuditSink,
+        salt: Vec<u8>,
+        per_minute: u32,
+        suppressed: Option<prometheus::IntCounterVec>,
+    ) -> Result<Self, regex::Error> {
         Ok(Self {
             sink,
             salt,
             scrubber: Scrubber::new()?,
+            limiter: std::sync::Mutex::new(limit::Limiter::new(per_minute)),
+            suppressed,
         })
+    }
+
+    /// Writes one `audit.suppressed` summary per scope whose minute ended with events left
+    /// out (every scope when `all`, at shutdown). Called periodically.
+    pub fn flush_suppressed(&self, all: bool) {
+        let ended = self
+            .limiter
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .ended(std::time::Instant::now(), all);
+        for summary in ended {
+            let (field, value) = summary
+                .scope
+                .split_once(':')
+                .unwrap_or(("scope", summary.scope.as_str()));
+            let mut event = AuditEvent {
+                event: Some(EventKind::Suppressed),
+                suppressed: Some(summary.counts),
+                suppressed_total: Some(summary.total),
+                ..AuditEvent::default()
+            };
+            match field {
+                "session" => event.session = Some(value.to_owned()),
+                "principal" => event.principal = Some(value.to_owned()),
+                _ => event.detail = Some(value.to_owned()),
+            }
+            self.write(&event);
+        }
     }
 
     /// False when events would be discarded: callers skip building them.
@@ -194,8 +268,40 @@ impl Auditor {
         })
     }
 
-    /// Writes one event. Never blocks; drops are counted by the sink.
+    /// Writes one event, unless its scope (session, else principal) is past its rate limit;
+    /// then it is counted for the scope's `audit.suppressed` summary. Policy events have no
+    /// scope and are never suppressed. Never blocks; drops are counted by the sink.
     pub fn emit(&self, event: &AuditEvent) {
+        let scope = match (&event.session, &event.principal) {
+            (Some(s), _) => Some(format!("session:{s}")),
+            (None, Some(p)) => Some(format!("principal:{p}")),
+            (None, None) => None,
+        };
+        if let Some(scope) = scope {
+            let kind = event.event.map_or("event", EventKind::name);
+            let labels: Vec<&str> = if !event.rules.is_empty() {
+                event.rules.iter().map(String::as_str).collect()
+            } else if let Some(reason) = event.reason {
+                vec![reason]
+            } else {
+                vec![kind]
+            };
+            let admitted = self
+                .limiter
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .admit(&scope, labels, std::time::Instant::now());
+            if !admitted {
+                if let Some(c) = &self.suppressed {
+                    c.with_label_values(&[kind]).inc();
+                }
+                return;
+            }
+        }
+        self.write(event);
+    }
+
+    fn write(&self, event: &AuditEvent) {
         let envelope = Envelope {
             v: SCHEMA_VERSION,
             ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),

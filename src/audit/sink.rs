@@ -27,6 +27,14 @@ pub enum Target {
     Discard,
 }
 
+/// What the writer thread counts (each optional).
+#[derive(Clone, Default)]
+pub struct WriterCounters {
+    pub rotations: Option<IntCounter>,
+    /// Lines (or flushes) that failed: the lines are lost, proxying goes on.
+    pub write_errors: Option<IntCounter>,
+}
+
 /// The non-blocking front of the writer thread.
 #[derive(Clone)]
 pub struct AuditSink {
@@ -37,6 +45,16 @@ pub struct AuditSink {
 impl AuditSink {
     /// Starts the writer thread for `target` with a queue of `capacity` lines.
     pub fn start(target: Target, capacity: usize, dropped: IntCounter) -> io::Result<Self> {
+        Self::start_counted(target, capacity, dropped, WriterCounters::default())
+    }
+
+    /// [`AuditSink::start`], counting rotations and failed writes in `counters`.
+    pub fn start_counted(
+        target: Target,
+        capacity: usize,
+        dropped: IntCounter,
+        counters: WriterCounters,
+    ) -> io::Result<Self> {
         if let Target::Discard = target {
             return Ok(Self { tx: None, dropped });
         }
@@ -44,7 +62,7 @@ impl AuditSink {
         let (tx, rx) = sync_channel(capacity.max(1));
         std::thread::Builder::new()
             .name("elicitgate-audit".into())
-            .spawn(move || write_loop(rx, output))?;
+            .spawn(move || write_loop(rx, output, counters))?;
         Ok(Self {
             tx: Some(tx),
             dropped,
@@ -113,7 +131,7 @@ impl Output {
         }
     }
 
-    fn write_line(&mut self, line: &str) -> io::Result<()> {
+    fn write_line(&mut self, line: &str, counters: &WriterCounters) -> io::Result<()> {
         match self {
             Output::Stdout(out) => {
                 let mut lock = out.lock();
@@ -136,6 +154,9 @@ impl Output {
                 if *written > 0 && *written + len > *max_file_bytes {
                     file.flush()?;
                     rotate(path, *keep_files)?;
+                    if let Some(c) = &counters.rotations {
+                        c.inc();
+                    }
                     *file = io::BufWriter::new(open_append(path)?);
                     *written = 0;
                 }
@@ -176,15 +197,21 @@ fn rotate(path: &Path, keep: u32) -> io::Result<()> {
     std::fs::rename(path, numbered(1))
 }
 
-fn write_loop(rx: Receiver<String>, mut output: Output) {
+fn write_loop(rx: Receiver<String>, mut output: Output, counters: WriterCounters) {
+    let count = |c: &Option<IntCounter>| {
+        if let Some(c) = c {
+            c.inc();
+        }
+    };
     while let Ok(line) = rx.recv() {
-        let mut result = output.write_line(&line);
+        let mut result = output.write_line(&line, &counters);
         // Drain what queued up meanwhile, then flush once.
         while let (Ok(()), Ok(line)) = (&result, rx.try_recv()) {
-            result = output.write_line(&line);
+            result = output.write_line(&line, &counters);
         }
         if let Err(e) = result.and_then(|()| output.flush()) {
-            // Logged without the line itself.
+            // Logged without the line itself; counted (an alert rule watches it).
+            count(&counters.write_errors);
             tracing::error!(error = %e, "Audit write failed.");
         }
     }

@@ -246,6 +246,7 @@ impl Enforcer {
             .pending(state.pending_count(), state.sessions.len());
         drop(state);
         self.release(dropped);
+        self.recorder.auditor.flush_suppressed(false);
     }
 
     /// Ends the server's call for each legacy elicitation the gateway stopped tracking without
