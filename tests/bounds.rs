@@ -531,3 +531,125 @@ mod audit_flood {
         gw.shutdown().await;
     }
 }
+
+/// Fault injection: an upstream that breaks at each stage; every case ends cleanly, with a
+/// clear error, and the gateway keeps serving.
+mod faults {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// A raw upstream that answers every connection with `script` (then does `then`).
+    async fn raw_upstream(script: &'static [u8], close: bool) -> std::net::SocketAddr {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else {
+                    return;
+                };
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 65536];
+                    // Read the request head (and small body).
+                    let _ =
+                        tokio::time::timeout(Duration::from_millis(500), s.read(&mut buf)).await;
+                    let _ = s.write_all(script).await;
+                    if close {
+                        // Reset, not a clean close.
+                        let _ = s.set_linger(Some(Duration::ZERO));
+                        drop(s);
+                    } else {
+                        tokio::time::sleep(Duration::from_secs(60)).await;
+                    }
+                });
+            }
+        });
+        addr
+    }
+
+    async fn post(gw: &TestGateway) -> (StatusCode, String) {
+        let (status, _, body) = send(rpc_post(
+            &gw.url(),
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t"}}"#,
+        ))
+        .await;
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+
+    #[tokio::test]
+    async fn upstream_killed_mid_json_is_a_502_for_the_clients_id() {
+        let addr = raw_upstream(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 500\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":7,\"res",
+            true,
+        )
+        .await;
+        let gw = gateway(&config_for(&format!("http://{addr}/mcp"), "")).await;
+        let (status, body) = post(&gw).await;
+        assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+        assert!(body.contains("\"id\":7"), "{body}");
+        assert!(
+            !body.contains("\"res\""),
+            "nothing of the broken body is forwarded: {body}"
+        );
+        gw.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn upstream_reset_after_headers_is_a_clear_error() {
+        let addr = raw_upstream(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n",
+            true,
+        )
+        .await;
+        let gw = gateway(&config_for(&format!("http://{addr}/mcp"), "")).await;
+        let (status, body) = post(&gw).await;
+        assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+        gw.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn upstream_killed_mid_sse_ends_the_clients_stream() {
+        let addr = raw_upstream(
+            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n1a\r\nevent: message\ndata: {}\n\n\r\n",
+            true,
+        )
+        .await;
+        let gw = gateway(&config_for(&format!("http://{addr}/mcp"), "")).await;
+        let response = client()
+            .request(rpc_post(
+                &gw.url(),
+                "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"tools/call\"}",
+            ))
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::OK);
+        use http_body_util::BodyExt;
+        let ended =
+            tokio::time::timeout(Duration::from_secs(20), response.into_body().collect()).await;
+        assert!(ended.is_ok(), "the client's stream did not end");
+        // The cut is counted, and the gateway still serves.
+        let m = metrics(gw.admin_addr).await;
+        assert!(
+            m.contains(r#"elicitgate_upstream_errors_total{reason="body",route="demo"} 1"#),
+            "{m}"
+        );
+        assert!(
+            m.contains(r#"elicitgate_sse_streams_open{route="demo"} 0"#),
+            "{m}"
+        );
+        gw.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn an_upstream_that_never_answers_is_a_504() {
+        let addr = raw_upstream(b"", false).await;
+        let gw = gateway(&config_for(
+            &format!("http://{addr}/mcp"),
+            "timeouts:\n  upstream_first_byte: 500ms\n",
+        ))
+        .await;
+        let (status, body) = post(&gw).await;
+        assert_eq!(status, StatusCode::GATEWAY_TIMEOUT, "{body}");
+        assert!(body.contains("first_byte_timeout"), "{body}");
+        gw.shutdown().await;
+    }
+}
