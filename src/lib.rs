@@ -276,8 +276,9 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
     })
 }
 
-/// Expires enforcement state and refreshes its gauges, every few seconds.
-async fn sweep_state(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdown) {
+/// Sweeps enforcement state every few seconds until `shutdown`: expired entries dropped (their
+/// servers told), audit suppression summaries written.
+pub async fn sweep_state(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdown) {
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
     loop {
         tokio::select! {

@@ -159,6 +159,12 @@ pub async fn run(
     }
     let sink = crate::audit_sink_with(&settings, &metrics, true)?;
     let enforcer = crate::enforcer_for(&settings, &metrics, sink)?;
+    // Expired elicitations end their server's call here too, and audit summaries get written.
+    let (_stop_sweep, sweeping) = tokio::sync::watch::channel(false);
+    tokio::spawn(crate::sweep_state(
+        enforcer.clone(),
+        crate::Shutdown::new(sweeping),
+    ));
     let route_name: Arc<str> = Arc::from(
         route
             .or_else(|| settings.routes.first().map(|r| r.name.clone()))
