@@ -10,6 +10,9 @@ command -v wrk >/dev/null 2>&1 || { echo "wrk missing: run bench/run.sh --smoke 
 cargo build --release --locked --bin elicitgate --example bench_upstream
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 # Each idle stream costs the proxy two descriptors and the client one.
+# Each idle stream costs the proxy two descriptors and the client one; root may raise the
+# hard limit (10,000 streams need more than 20,000).
+ulimit -Hn 65536 2>/dev/null || true
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 exec python3 "$root/bench/soak.py" --gateway-bin "$target_dir/release/elicitgate" \
   --upstream-bin "$target_dir/release/examples/bench_upstream" --wrk-bin "$(command -v wrk)" "$@"

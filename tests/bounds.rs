@@ -653,3 +653,89 @@ mod faults {
         gw.shutdown().await;
     }
 }
+
+/// Fault injection: the audit file's disk fills up. Proxying and enforcement go on; the lost
+/// lines are counted (`audit_write_errors_total`, alerted by `ElicitgateAuditWriteErrors`).
+/// Needs a small tmpfs of its own (root, as in CI); required there.
+#[tokio::test]
+async fn a_full_audit_disk_is_counted_and_proxying_continues() {
+    use common::scripted::*;
+    use serde_json::json;
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("full");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        assert!(
+            std::env::var_os("ELICITGATE_REQUIRE_PEERS").is_none(),
+            "could not mount a small tmpfs for the disk-full test (CI runs as root)"
+        );
+        eprintln!("disk-full test SKIPPED: cannot mount a tmpfs here (not root)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(mnt.clone());
+    let upstream = legacy_server(|_| {
+        let forms: Vec<_> = (0..60)
+            .map(|i| {
+                form(
+                    &format!("p-{i}"),
+                    "Password",
+                    json!({"password": {"type": "string"}}),
+                )
+            })
+            .collect();
+        sse(&forms)
+    })
+    .await;
+    let yaml = config_for(
+        &upstream.url("/mcp"),
+        &format!(
+            "audit:\n  sink: file\n  file: \"{}\"\n  max_events_per_minute: 0\n",
+            mnt.join("audit.jsonl").display()
+        ),
+    );
+    let settings = elicitgate::settings::Settings::from_yaml(&yaml, dir.path()).unwrap();
+    let running = elicitgate::start_with(settings, elicitgate::Options::default())
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", running.addr);
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
+    assert_eq!(send(rpc_post(&url, init)).await.0, StatusCode::OK);
+    let mut errors = 0;
+    for round in 0..40 {
+        let req = in_session(rpc_post(
+            &url,
+            &format!(
+                r#"{{"jsonrpc":"2.0","id":"c-{round}","method":"tools/call","params":{{"name":"t"}}}}"#
+            ),
+        ));
+        let (status, _, _) = send(req).await;
+        assert_eq!(
+            status,
+            StatusCode::OK,
+            "proxying goes on with the audit disk full"
+        );
+        let m = metrics(running.admin_addr).await;
+        errors = m
+            .lines()
+            .find_map(|l| l.strip_prefix("elicitgate_audit_write_errors_total "))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
+        if errors > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(errors > 0, "write errors on a full disk are counted");
+    running.shutdown().await;
+}
