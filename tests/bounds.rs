@@ -176,21 +176,8 @@ mod pending {
     use serde_json::{json, Value};
     use std::sync::Arc;
 
-    /// Waits (bounded) for a message the gateway itself sent the server for `id`.
     async fn gateway_answer(upstream: &MockUpstream, id: &str, ceiling: Duration) -> Value {
-        let deadline = tokio::time::Instant::now() + ceiling;
-        while tokio::time::Instant::now() < deadline {
-            if let Some(m) = upstream
-                .requests()
-                .iter()
-                .map(body_json)
-                .find(|m| m["id"] == id && m.get("method").is_none())
-            {
-                return m;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        panic!("the gateway never answered the server for {id}");
+        gateway_answer_within(upstream, id, ceiling).await
     }
 
     fn with(upstream: &str, extra: &str, policy: &str) -> String {

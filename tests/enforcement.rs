@@ -14,18 +14,7 @@ use std::time::Duration;
 
 /// Waits (bounded) for the gateway's own answer to the server for `id`.
 async fn gateway_answer(upstream: &MockUpstream, id: &str) -> Value {
-    for _ in 0..200 {
-        if let Some(s) = upstream
-            .requests()
-            .iter()
-            .map(body_json)
-            .find(|m| m["id"] == id && m.get("method").is_none())
-        {
-            return s;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the gateway never answered the server for {id}");
+    gateway_answer_within(upstream, id, Duration::from_secs(5)).await
 }
 
 fn with_policy(upstream: &str, policy: &str) -> String {

@@ -90,3 +90,25 @@ pub async fn answer(gw: &TestGateway, id: &str, result: Value) -> (StatusCode, V
         },
     )
 }
+
+/// Waits (at most `ceiling`) for the gateway's own answer to the server for `id`: a message
+/// the upstream received with that id and no method.
+pub async fn gateway_answer_within(
+    upstream: &MockUpstream,
+    id: &str,
+    ceiling: std::time::Duration,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + ceiling;
+    while tokio::time::Instant::now() < deadline {
+        if let Some(m) = upstream
+            .requests()
+            .iter()
+            .map(body_json)
+            .find(|m| m["id"] == id && m.get("method").is_none())
+        {
+            return m;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    panic!("the gateway never answered the server for {id}");
+}
