@@ -542,7 +542,7 @@ mod faults {
                     let _ = s.write_all(script).await;
                     if close {
                         // Reset, not a clean close.
-                        let _ = s.set_linger(Some(Duration::ZERO));
+                        let _ = socket2::SockRef::from(&s).set_linger(Some(Duration::ZERO));
                         drop(s);
                     } else {
                         tokio::time::sleep(Duration::from_secs(60)).await;
