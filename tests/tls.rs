@@ -9,23 +9,26 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use std::sync::Arc;
 
+/// A rustls client configuration trusting only `ca_pem`.
+fn client_config(ca_pem: &str) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
 fn https_client(
     ca_pem: &str,
 ) -> hyper_util::client::legacy::Client<
     hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
     Full<Bytes>,
 > {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let config = client_config(ca_pem);
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(config)
         .https_only()
@@ -142,17 +145,7 @@ async fn idle_http2_connections_are_closed() {
         pki.key_file.display()
     );
     let gw = gateway(&config_for(&upstream.url("/mcp"), &extra)).await;
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pki.ca_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    let mut config = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_root_certificates(roots)
-    .with_no_client_auth();
+    let mut config = client_config(&pki.ca_pem);
     config.alpn_protocols = vec![b"h2".to_vec()];
     let tcp = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
