@@ -49,7 +49,8 @@ impl Carrier {
 }
 
 /// Elicitation mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// A form rendered from `requestedSchema`; `mode` absent or `"form"`.
     Form,
@@ -305,7 +306,7 @@ fn extract_one(message: &Value) -> Vec<ElicitationView<'_>> {
 }
 
 /// The elicitation modes a client declared.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct ClientCaps {
     form: bool,
     url: bool,

@@ -182,15 +182,21 @@ pub fn enforcer_for(
         auditor,
     };
     let policies = Arc::new(arc_swap::ArcSwap::from(settings.policies.clone()));
-    let limits = enforce::state::StateLimits {
+    let limits = enforce::EnforcerLimits {
         max_sessions: settings.limits.max_sessions,
         max_pending: settings.limits.max_pending,
-        max_pending_bytes: usize::try_from(settings.limits.max_pending_bytes.as_u64())
-            .unwrap_or(usize::MAX),
         max_elicitations_per_response: settings.limits.max_elicitations_per_response,
         session_ttl: settings.timeouts.session_idle,
     };
-    Ok(Arc::new(enforce::Enforcer::new(policies, limits, recorder)))
+    let store: Arc<dyn enforce::store::StateStore> =
+        Arc::new(enforce::memory::MemoryStore::new(&enforce::memory::MemoryLimits {
+            max_sessions: settings.limits.max_sessions,
+            max_pending: settings.limits.max_pending,
+            max_pending_bytes: usize::try_from(settings.limits.max_pending_bytes.as_u64())
+                .unwrap_or(usize::MAX),
+        }));
+    recorder.store_health(true, None);
+    Ok(Arc::new(enforce::Enforcer::new(policies, store, limits, recorder)))
 }
 
 /// Binds the listeners, starts serving and returns once both accept connections.
@@ -282,7 +288,7 @@ pub async fn sweep_state(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdow
     let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
     loop {
         tokio::select! {
-            _ = tick.tick() => enforcer.sweep(),
+            _ = tick.tick() => enforcer.sweep().await,
             () = shutdown.wait() => return,
         }
     }

@@ -64,6 +64,10 @@ pub struct Metrics {
     pub buffered_bytes: IntGauge,
     /// Legacy sessions whose declared capabilities are remembered.
     pub sessions: IntGauge,
+    /// 1 while the state store answers, 0 after it failed (until it answers again).
+    pub state_store_up: IntGauge,
+    /// State store operations that failed (down, slow, unreadable), by operation.
+    pub state_store_errors: IntCounterVec,
     /// Configuration reloads by result (success, failure).
     pub policy_reloads: IntCounterVec,
     /// 1 when the last reload succeeded, 0 when it failed.
@@ -279,6 +283,15 @@ impl Metrics {
             sessions: f.gauge(
                 "sessions",
                 "Legacy sessions whose declared client capabilities are remembered.",
+            ),
+            state_store_up: f.gauge(
+                "state_store_up",
+                "1 while the enforcement state store (memory or redis) answers, 0 after an operation or health check failed, until one succeeds.",
+            ),
+            state_store_errors: f.counter(
+                "state_store_errors_total",
+                "Enforcement state store operations that failed (unreachable, timed out, unreadable record), by operation; what needed the state failed closed (state.unavailable).",
+                &["operation"],
             ),
             policy_reloads: f.counter(
                 "policy_reloads_total",

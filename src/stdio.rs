@@ -326,7 +326,10 @@ async fn pump_client(
         }
         let envelope = Envelope::peek(&line);
         let mut ex = enforcer.begin_stdio(route.clone(), &envelope);
-        let forward = match enforcer.on_client_message(&mut ex, &Method::POST, line) {
+        let forward = match enforcer
+            .on_client_message(&mut ex, &Method::POST, line)
+            .await
+        {
             ClientVerdict::Forward(body) => body,
             ClientVerdict::Reject(rejection) => {
                 let _ = to_client.send(rejection.body).await;
@@ -392,7 +395,7 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
             ex.session = Some(Arc::from(STDIO_SESSION));
             ex
         });
-        match enforcer.judge_server_text(&ex, &line, &channel) {
+        match enforcer.judge_server_text(&ex, &line, &channel).await {
             Judged::Plain | Judged::Read(_, ServerVerdict::Keep) => {
                 if to_client.send(line).await.is_err() {
                     return;

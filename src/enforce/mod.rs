@@ -1,39 +1,51 @@
 //! Live enforcement: where the pure decision ([`crate::inspect`]) meets traffic.
 //!
-//! Owns, for every exchange, the facts the decision needs (era, session, principal, declared
-//! capabilities, association), the state between messages ([`state`]), and acting on a
-//! verdict: forwarding, removing a blocked elicitation from a stream and answering the server
-//! itself, replacing a blocked 2026-07-28 result with an error, and rejecting answers that do
-//! not fit what was asked. Every decision is recorded through [`record::Recorder`], the one
-//! place that updates metrics and writes audit events.
+//! Owns, for every exchange, the facts the decision needs (era, session, caller, declared
+//! capabilities, association), the state between messages (behind [`store::StateStore`]:
+//! embedded, or shared by replicas), and acting on a verdict: forwarding, removing a blocked
+//! elicitation from a stream and answering the server itself, replacing a blocked 2026-07-28
+//! result with an error, and rejecting answers that do not fit what was asked. Every decision
+//! is recorded through [`record::Recorder`], the one place that updates metrics and writes
+//! audit events.
 //!
-//! Client side ([`Enforcer::on_client_message`]), in order: capability shaping (`initialize`,
-//! 2026 `_meta`), answer checks (legacy JSON-RPC responses, 2026 `inputResponses`, tasks
-//! `tasks/update`). Server side ([`judge`]): SSE events one at a time and whole JSON bodies.
+//! Client side ([`Enforcer::on_client_message`]), in order: the session's principal binding
+//! (identity on), capability shaping (`initialize`, 2026 `_meta`), answer checks
+//! ([`answers`]: legacy JSON-RPC responses, 2026 `inputResponses`, tasks `tasks/update`).
+//! Server side ([`judge`]): SSE events one at a time and whole JSON bodies. Only messages
+//! that carry an elicitation, an answer or an `initialize` touch the store.
 
+pub mod answers;
+pub mod caller;
 pub mod judge;
+pub mod memory;
 pub mod prescan;
 pub mod record;
+pub mod releases;
+pub mod server;
 pub mod shaping;
-pub mod state;
+pub mod store;
 pub mod table;
 
 use crate::elicitation::{self, ClientCaps};
-use crate::inspect::{self, Era, UnknownAnswer, Verdict};
-use crate::mcp::jsonrpc::{canonical_id, codes, Envelope, ErrorObject, Kind};
+use crate::inspect::{self, Era, UnknownAnswer};
+use crate::mcp::jsonrpc::{codes, Envelope, ErrorObject, Kind};
 use crate::mcp::message;
 use crate::policy::{Policy, PolicySet};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
+pub use caller::Caller;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use record::Recorder;
+use releases::{Release, Releases};
 use serde_json::value::RawValue;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
-use state::{AskedKey, PendingKey, Scope, State, StateLimits};
-use std::net::IpAddr;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use store::{
+    Declared, PendingKey, Scope, SessionKey, SessionRecord, StateStore, StoreResult, Take, Taken,
+    Unavailable,
+};
+use table::TtlTable;
 
 /// The one session of a stdio connection.
 pub const STDIO_SESSION: &str = "stdio";
@@ -50,8 +62,10 @@ pub struct Exchange {
     pub upstream_label: Arc<str>,
     pub era: Era,
     pub session: Option<Arc<str>>,
-    /// Identity of the caller (Authorization, else client address), derived on first use.
-    principal: Principal,
+    /// Who sent the request ([`caller`]).
+    caller: Caller,
+    /// The 2026-07-28 retry chain, decided on first use ([`Exchange::chain`]).
+    chain: OnceLock<Scope>,
     pub request_id: Option<Box<RawValue>>,
     pub method: Option<&'static str>,
     pub kind: Kind,
@@ -110,62 +124,60 @@ impl AnswerHeaders {
     }
 }
 
-/// Who is calling, computed only when an elicitation path needs it.
-#[derive(Clone)]
-struct Principal {
-    authorization: Option<HeaderValue>,
-    peer: Option<IpAddr>,
-    cell: std::sync::OnceLock<Scope>,
-}
-
-impl Principal {
-    fn fixed(scope: &str) -> Self {
-        let cell = std::sync::OnceLock::new();
-        let _ = cell.set(Arc::from(scope));
-        Self {
-            authorization: None,
-            peer: None,
-            cell,
-        }
-    }
-
-    /// A digest of the credentials, else the client address.
-    fn get(&self) -> &Scope {
-        self.cell
-            .get_or_init(|| match (&self.authorization, self.peer) {
-                (Some(auth), _) => {
-                    let digest = Sha256::digest(auth.as_bytes());
-                    let mut hex = String::with_capacity(2 + 32);
-                    hex.push_str("a:");
-                    for b in &digest[..16] {
-                        use std::fmt::Write;
-                        let _ = write!(hex, "{b:02x}");
-                    }
-                    Arc::from(hex)
-                }
-                (None, Some(peer)) => Arc::from(format!("ip:{peer}")),
-                (None, None) => Arc::from("unknown"),
-            })
-    }
-}
-
 impl Exchange {
     /// Keyed identity of the caller.
     pub fn principal(&self) -> &Scope {
-        self.principal.get()
+        self.caller.principal()
     }
 
-    /// The scope rate limits, repeat detection and completions are counted in.
+    /// The verified principal, when identity is on.
+    pub fn verified_principal(&self) -> Option<&Scope> {
+        self.caller.verified_principal()
+    }
+
+    /// The scope rate limits, repeat detection and completions are counted in
+    /// ([`caller`]): the verified principal; else the legacy session; else the 2026 retry
+    /// chain.
     pub fn scope(&self) -> Scope {
-        match (&self.era, &self.session) {
-            (Era::Stateless2026, _) | (_, None) => self.principal().clone(),
-            (_, Some(s)) => Arc::from(format!("s:{s}")),
+        if let Some(principal) = self.caller.verified_principal() {
+            return principal.clone();
         }
+        match (&self.era, &self.session) {
+            (Era::Stateless2026, _) => self.chain().clone(),
+            (_, Some(s)) => caller::digest_scope("s:", s.as_bytes()),
+            (_, None) => self.principal().clone(),
+        }
+    }
+
+    /// The 2026-07-28 retry chain of this request: the one its retry continues, else a new one.
+    pub fn chain(&self) -> &Scope {
+        self.chain.get_or_init(caller::new_chain)
+    }
+
+    /// This request continues `chain` (its `requestState` was issued in it).
+    fn continue_chain(&mut self, chain: &str) {
+        self.chain = OnceLock::new();
+        let _ = self.chain.set(Scope::from(chain));
+    }
+
+    /// The per-address scope, when the policy limits per address.
+    fn address_scope(&self, policy: &Policy) -> Option<Scope> {
+        policy
+            .limits_per_address()
+            .then(|| self.caller.address_scope())
+            .flatten()
     }
 
     /// Whether a JSON response to this request must be read whole and judged.
     pub fn judges_json_response(&self) -> bool {
         self.kind == Kind::Request
+    }
+
+    fn session_key(&self) -> Option<SessionKey> {
+        self.session.as_ref().map(|s| SessionKey {
+            route: self.route_name.clone(),
+            session: s.clone(),
+        })
     }
 }
 
@@ -188,10 +200,29 @@ pub enum ClientVerdict {
     Substitute { body: Bytes, rejection: Rejection },
 }
 
+/// Bounds and times of enforcement that do not depend on the backend.
+#[derive(Debug, Clone)]
+pub struct EnforcerLimits {
+    /// Releases held at once (legacy elicitations this process forwarded, unanswered).
+    pub max_pending: usize,
+    /// Session bindings cached (identity on).
+    pub max_sessions: usize,
+    /// Elicitations judged per response before the rest of it is refused.
+    pub max_elicitations_per_response: usize,
+    /// Sliding expiry of a legacy session's declared modes.
+    pub session_ttl: Duration,
+}
+
 /// The enforcement engine shared by all connections.
 pub struct Enforcer {
     policies: Arc<ArcSwap<PolicySet>>,
-    state: Mutex<State>,
+    store: Arc<dyn StateStore>,
+    /// What this process owes the servers it forwarded legacy elicitations for.
+    releases: Releases,
+    /// Sessions' principals (identity on), so that a binding costs one store read per
+    /// session and process, not one per request. `None`: the store knows no owner.
+    bindings: Mutex<TtlTable<SessionKey, Option<Scope>>>,
+    session_ttl: Duration,
     pub recorder: Recorder,
     /// `limits.max_elicitations_per_response`.
     pub max_per_response: usize,
@@ -207,14 +238,38 @@ const ANSWER_HEADERS: [HeaderName; 4] = [
 /// Positions in [`ANSWER_HEADERS`].
 const SESSION_HEADER: usize = 0;
 const VERSION_HEADER: usize = 1;
-const AUTHORIZATION_HEADER: usize = 2;
+
+/// How long "this session has no known owner" is believed before the store is asked again.
+const UNBOUND_TTL: Duration = Duration::from_secs(10);
+
+/// What the transport knows of one client request when enforcement begins.
+pub struct RequestFacts<'a> {
+    pub route: usize,
+    pub route_name: Arc<str>,
+    pub upstream_label: Arc<str>,
+    pub method: &'a Method,
+    pub headers: &'a HeaderMap,
+    pub envelope: &'a Envelope,
+    pub caller: Caller,
+    /// The request URI's query (the 2024-11-05 transport names its session there).
+    pub query: Option<&'a str>,
+    pub upstream_uri: http::Uri,
+}
 
 impl Enforcer {
-    pub fn new(policies: Arc<ArcSwap<PolicySet>>, limits: StateLimits, recorder: Recorder) -> Self {
+    pub fn new(
+        policies: Arc<ArcSwap<PolicySet>>,
+        store: Arc<dyn StateStore>,
+        limits: EnforcerLimits,
+        recorder: Recorder,
+    ) -> Self {
         Self {
             max_per_response: limits.max_elicitations_per_response.max(1),
             policies,
-            state: Mutex::new(State::new(limits)),
+            store,
+            releases: Releases::new(limits.max_pending),
+            bindings: Mutex::new(TtlTable::new(limits.max_sessions)),
+            session_ttl: limits.session_ttl,
             recorder,
         }
     }
@@ -228,46 +283,62 @@ impl Enforcer {
         &self.policies
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
-        // A panic while holding the lock must not take enforcement down with it; the tables
-        // stay structurally valid whatever was interrupted.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// The state store (for its health check).
+    pub fn store(&self) -> &Arc<dyn StateStore> {
+        &self.store
+    }
+
+    /// Counts a store failure (`operation` is a bounded label) or marks the store healthy.
+    fn noted<T>(&self, operation: &'static str, result: StoreResult<T>) -> StoreResult<T> {
+        match &result {
+            Ok(_) => self.recorder.store_health(true, None),
+            Err(Unavailable) => self.recorder.store_health(false, Some(operation)),
+        }
+        result
     }
 
     /// Drops expired state; called periodically. Servers still waiting for an answer the
     /// gateway stopped tracking are told so.
-    pub fn sweep(&self) {
-        let mut state = self.state();
-        state.sweep(Instant::now());
-        let dropped = state.pending.take_dropped();
-        self.recorder
-            .pending(state.pending_count(), state.sessions.len());
-        drop(state);
-        self.release(dropped);
+    pub async fn sweep(&self) {
+        self.store.sweep();
+        let due = self.releases.sweep();
+        self.release(due).await;
+        self.gauges();
         self.recorder.auditor.flush_suppressed(false);
     }
 
-    /// Ends the server's call for each legacy elicitation the gateway stopped tracking without
-    /// an answer (expired, evicted, or its client went away): the server gets a JSON-RPC error
-    /// for its request id, so no call waits forever for an answer that can no longer come
-    /// through the gateway. Called without the state lock.
-    pub(crate) fn release(&self, dropped: Vec<(state::Pending, table::Dropped)>) {
-        for (pending, why) in dropped {
+    fn gauges(&self) {
+        let (sessions, asked) = self.store.counts();
+        self.recorder.pending(self.releases.len() + asked, sessions);
+    }
+
+    /// Ends the server's call for each legacy elicitation this process stopped tracking
+    /// (expired, evicted) if it is still unanswered in the store: the server gets a JSON-RPC
+    /// error for its request id, so no call waits forever for an answer that can no longer
+    /// come through the gateway.
+    pub(crate) async fn release(&self, due: Vec<releases::Due>) {
+        for (key, release, why) in due {
             let reason = match why {
                 table::Dropped::Expired => "expired",
                 table::Dropped::Evicted => "evicted",
                 table::Dropped::Cleared => "cleared",
             };
-            self.release_one(pending, reason);
+            self.release_if_pending(&key, release, reason).await;
         }
     }
 
-    pub(crate) fn release_one(&self, pending: state::Pending, reason: &'static str) {
-        let Some(release) = pending.release else {
-            return;
-        };
+    /// Takes `key` from the store for release; tells the server unless somebody answered.
+    /// With the store unavailable the server is told anyway: a late error for an answered
+    /// call is ignored by its server, a call left waiting is not.
+    async fn release_if_pending(&self, key: &PendingKey, release: Release, reason: &'static str) {
+        let taken = self.store.take_pending(key, Take::Release, Duration::ZERO).await;
+        match self.noted("take_pending", taken) {
+            Ok(Taken::Pending(_)) | Err(Unavailable) => self.release_one(release, reason),
+            Ok(Taken::Answered | Taken::Absent) => {}
+        }
+    }
+
+    pub(crate) fn release_one(&self, release: Release, reason: &'static str) {
         let error = ErrorObject::gateway(
             codes::INTERNAL_ERROR,
             "The user's answer did not reach the gateway in time",
@@ -282,19 +353,18 @@ impl Enforcer {
     }
 
     /// Starts an exchange for a routed client request.
-    #[allow(clippy::too_many_arguments)]
-    pub fn begin(
-        &self,
-        route: usize,
-        route_name: Arc<str>,
-        upstream_label: Arc<str>,
-        method: &Method,
-        headers: &HeaderMap,
-        envelope: &Envelope,
-        peer: IpAddr,
-        query: Option<&str>,
-        upstream_uri: http::Uri,
-    ) -> Exchange {
+    pub fn begin(&self, facts: RequestFacts<'_>) -> Exchange {
+        let RequestFacts {
+            route,
+            route_name,
+            upstream_label,
+            method,
+            headers,
+            envelope,
+            caller,
+            query,
+            upstream_uri,
+        } = facts;
         let answer_headers = AnswerHeaders::capture(headers);
         // Streamable HTTP names the session in a header; the 2024-11-05 HTTP+SSE transport in
         // the POST URI's query (`sessionId` in the TypeScript SDK, `session_id` in Python's).
@@ -311,24 +381,20 @@ impl Enforcer {
             Some("2025-06-18") | Some("2025-03-26") | Some("2024-11-05") => Era::Legacy2025_06,
             _ => Era::Legacy2025_11,
         };
-        let principal = Principal {
-            authorization: answer_headers.0[AUTHORIZATION_HEADER].clone(),
-            peer: Some(peer),
-            cell: std::sync::OnceLock::new(),
-        };
         Exchange {
             route,
             route_name,
             upstream_label,
             era,
             session,
-            principal,
+            caller,
+            chain: OnceLock::new(),
             request_id: envelope.id.clone(),
             method: envelope.method,
             kind: envelope.kind,
             // A standalone GET stream carries unsolicited messages; a GET that resumes a
             // stream (Last-Event-ID) replays messages of the request that opened it.
-            associated: method != Method::GET
+            associated: *method != Method::GET
                 || headers.contains_key(HeaderName::from_static("last-event-id")),
             init_caps: None,
             request_caps: None,
@@ -337,7 +403,7 @@ impl Enforcer {
             upstream_uri,
             answer_headers,
             stdio: false,
-            get: method == Method::GET,
+            get: *method == Method::GET,
         }
     }
 
@@ -349,7 +415,8 @@ impl Enforcer {
             upstream_label: Arc::from("stdio"),
             era: Era::Legacy2025_11,
             session: Some(Arc::from(STDIO_SESSION)),
-            principal: Principal::fixed("stdio"),
+            caller: Caller::fixed("stdio"),
+            chain: OnceLock::new(),
             request_id: envelope.id.clone(),
             method: envelope.method,
             kind: envelope.kind,
@@ -366,15 +433,19 @@ impl Enforcer {
     }
 
     /// Judges a client message before it is forwarded.
-    pub fn on_client_message(
+    pub async fn on_client_message(
         &self,
         ex: &mut Exchange,
         method: &Method,
         body: Bytes,
     ) -> ClientVerdict {
+        if let Some(refused) = self.check_binding(ex).await {
+            return refused;
+        }
         if *method == Method::DELETE {
-            if let Some(session) = &ex.session {
-                self.state().end_session(ex.route, session, Instant::now());
+            if let Some(key) = ex.session_key() {
+                let ended = self.store.end_session(&key).await;
+                let _ = self.noted("end_session", ended);
             }
             return ClientVerdict::Forward(body);
         }
@@ -385,7 +456,7 @@ impl Enforcer {
             let verdict = inspect::unknown_response(UnknownAnswer::UnknownId, &policy);
             self.recorder.answer_rejected(ex, None, &verdict);
             if verdict.is_deny() {
-                return ClientVerdict::Reject(answer_rejection(None, &verdict));
+                return ClientVerdict::Reject(answers::rejection(None::<&Value>, &verdict));
             }
         }
         if *method == Method::POST && ex.kind == Kind::Invalid {
@@ -434,7 +505,7 @@ impl Enforcer {
             }
         }
         if is_response {
-            return self.on_client_answer(ex, &policy, &message, body);
+            return self.on_client_answer(ex, &policy, &message, body).await;
         }
         let params = message.get("params");
         ex.call_name = params
@@ -447,7 +518,7 @@ impl Enforcer {
             .map(str::to_owned);
 
         if params.is_some_and(|p| p.get("inputResponses").is_some()) {
-            if let Some(reject) = self.on_input_responses(ex, &policy, &message) {
+            if let Some(reject) = self.on_input_responses(ex, &policy, &message).await {
                 return reject;
             }
         }
@@ -466,9 +537,9 @@ impl Enforcer {
             // creates, never to an id a client chose.
             if let Some(session) = ex.session.clone() {
                 if ex.stdio {
-                    self.remember_session(ex, &session);
+                    self.remember_session(ex, &session, false).await;
                 } else {
-                    self.declare_announced_session(ex, &session);
+                    self.declare_announced_session(ex, &session).await;
                 }
             }
         } else if ex.era == Era::Stateless2026 {
@@ -487,6 +558,53 @@ impl Enforcer {
         } else {
             ClientVerdict::Forward(body)
         }
+    }
+
+    /// Identity on: a request naming a legacy session must come from the principal that
+    /// created it (`session.mismatch`). The owner is read from the store once per session and
+    /// process, then cached. A store that cannot answer lets the request through (ordinary
+    /// traffic keeps flowing; what needs state fails closed where it is needed).
+    async fn check_binding(&self, ex: &Exchange) -> Option<ClientVerdict> {
+        let principal = ex.verified_principal()?;
+        let key = ex.session_key()?;
+        let cached = {
+            let bindings = self.bindings.lock().unwrap_or_else(|p| p.into_inner());
+            bindings.get(&key, Instant::now()).cloned()
+        };
+        let owner = match cached {
+            Some(owner) => owner,
+            None => {
+                let found = self.store.session(&key).await;
+                let owner = match self.noted("session", found) {
+                    Ok(record) => record.and_then(|r| r.principal).map(Scope::from),
+                    Err(Unavailable) => return None,
+                };
+                let ttl = if owner.is_some() {
+                    self.session_ttl
+                } else {
+                    UNBOUND_TTL
+                };
+                self.bind(key, owner.clone(), ttl);
+                owner
+            }
+        };
+        let owner = owner?;
+        if &owner == principal {
+            return None;
+        }
+        let policy = self.policy(&ex.route_name);
+        let verdict = inspect::session_mismatch(&policy, "session");
+        self.recorder.client_refused(ex, &verdict, "session.mismatch");
+        verdict.is_deny().then(|| {
+            let mut rejection = answers::rejection(ex.request_id.as_deref(), &verdict);
+            rejection.status = StatusCode::FORBIDDEN;
+            ClientVerdict::Reject(rejection)
+        })
+    }
+
+    fn bind(&self, key: SessionKey, owner: Option<Scope>, ttl: Duration) {
+        let mut bindings = self.bindings.lock().unwrap_or_else(|p| p.into_inner());
+        bindings.insert(key, owner, Instant::now(), ttl);
     }
 
     /// A client body that cannot be read as the server would read it (transport stage):
@@ -520,277 +638,96 @@ impl Enforcer {
     /// Records the session a legacy `initialize` created (Streamable HTTP: the response's
     /// `Mcp-Session-Id` to an `initialize` that carried none). A session id already known is
     /// never re-declared: only the server's new session gets the declaring client's modes.
-    pub fn on_response_head(&self, ex: &Exchange, headers: &HeaderMap) {
+    /// Awaited before the response goes out, so no replica can see the session before its
+    /// record exists.
+    pub async fn on_response_head(&self, ex: &Exchange, headers: &HeaderMap) {
         if ex.init_caps.is_none() || ex.session.is_some() {
             return;
         }
         if let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-            let key = state::SessionKey {
-                route: ex.route,
-                session: Arc::from(session),
-            };
-            if self.state().sessions.get(&key, Instant::now()).is_some() {
-                tracing::warn!(route = %ex.route_name, "An upstream answered initialize with a session id already in use; its capabilities are kept.");
-                return;
-            }
-            self.remember_session(ex, session);
+            self.remember_session(ex, session, true).await;
         }
     }
 
     /// An HTTP+SSE server announced `session` in its `endpoint` event: the one `initialize`
     /// that may declare capabilities for it is the first one to arrive.
-    pub fn announce_session(&self, route: usize, session: &str) {
-        let now = Instant::now();
-        let mut state = self.state();
-        let ttl = state.limits.session_ttl;
-        let key = state::SessionKey {
-            route,
+    pub async fn announce_session(&self, route: &Arc<str>, session: &str) {
+        let key = SessionKey {
+            route: route.clone(),
             session: Arc::from(session),
         };
-        if state.sessions.get(&key, now).is_none() {
-            state
-                .sessions
-                .insert(key, state::SessionState { caps: None }, now, ttl);
-        }
+        let record = SessionRecord {
+            caps: None,
+            principal: None,
+        };
+        let put = self
+            .store
+            .put_session(&key, record, self.session_ttl, true)
+            .await;
+        let _ = self.noted("put_session", put);
     }
 
     /// Declares `ex`'s capabilities for an announced, not yet declared session.
-    fn declare_announced_session(&self, ex: &Exchange, session: &str) {
+    async fn declare_announced_session(&self, ex: &Exchange, session: &str) {
         let Some(caps) = ex.init_caps else {
             return;
         };
-        let now = Instant::now();
-        let key = state::SessionKey {
-            route: ex.route,
+        let key = SessionKey {
+            route: ex.route_name.clone(),
             session: Arc::from(session),
         };
-        let mut state = self.state();
-        match state.sessions.get_mut(&key, now) {
-            Some(s) if s.caps.is_none() => s.caps = Some(caps),
-            Some(_) => {
+        let record = SessionRecord {
+            caps: Some(caps),
+            principal: ex.verified_principal().map(|p| p.to_string()),
+        };
+        let declared = self
+            .store
+            .declare_announced(&key, record, self.session_ttl)
+            .await;
+        match self.noted("declare_session", declared) {
+            Ok(Declared::Declared) => {
+                self.bind(key, ex.verified_principal().cloned(), self.session_ttl)
+            }
+            Ok(Declared::AlreadyDeclared) => {
                 tracing::warn!(route = %ex.route_name, "A second initialize for a declared session was not allowed to change its capabilities.")
             }
-            None => {
+            Ok(Declared::Unknown) => {
                 tracing::warn!(route = %ex.route_name, "An initialize named a session no server announced; it declares nothing.")
+            }
+            Err(Unavailable) => {
+                tracing::warn!(route = %ex.route_name, "The state store did not record an initialize; the session's elicitations fail closed.")
             }
         }
     }
 
-    /// Remembers the capabilities an `initialize` declared, for `session`.
-    pub fn remember_session(&self, ex: &Exchange, session: &str) {
+    /// Remembers the capabilities an `initialize` declared, for `session` (with `only_new`,
+    /// never over a session already known).
+    async fn remember_session(&self, ex: &Exchange, session: &str, only_new: bool) {
         let Some(caps) = ex.init_caps else {
             return;
         };
-        let now = Instant::now();
-        let mut state = self.state();
-        let ttl = state.limits.session_ttl;
-        state.sessions.insert(
-            state::SessionKey {
-                route: ex.route,
-                session: Arc::from(session),
-            },
-            state::SessionState { caps: Some(caps) },
-            now,
-            ttl,
-        );
-        self.recorder
-            .pending(state.pending_count(), state.sessions.len());
-    }
-
-    /// A legacy client's JSON-RPC response: is it the answer to a pending elicitation?
-    fn on_client_answer(
-        &self,
-        ex: &Exchange,
-        policy: &Policy,
-        message: &Value,
-        body: Bytes,
-    ) -> ClientVerdict {
-        let Some(id) = message.get("id") else {
-            return ClientVerdict::Forward(body);
+        let key = SessionKey {
+            route: ex.route_name.clone(),
+            session: Arc::from(session),
         };
-        let key = PendingKey {
-            route: ex.route,
-            session: ex.session.clone().unwrap_or_else(|| Arc::from("")),
-            id: canonical_id(id),
+        let record = SessionRecord {
+            caps: Some(caps),
+            principal: ex.verified_principal().map(|p| p.to_string()),
         };
-        let now = Instant::now();
-        let mut state = self.state();
-        let Some(pending) = state.pending.remove(&key, now) else {
-            let replay = state.answered.get(&key, now).is_some();
-            let looks_like_answer = message.pointer("/result/action").is_some();
-            // An entry that expired without being swept yet: its server is told now.
-            let expired = state.pending.take_dropped();
-            drop(state);
-            self.release(expired);
-            if !replay && !looks_like_answer {
-                // An answer to some other server request (ping, sampling, roots).
-                return ClientVerdict::Forward(body);
+        let put = self
+            .store
+            .put_session(&key, record, self.session_ttl, only_new)
+            .await;
+        match self.noted("put_session", put) {
+            Ok(true) => self.bind(key, ex.verified_principal().cloned(), self.session_ttl),
+            Ok(false) => {
+                tracing::warn!(route = %ex.route_name, "An upstream answered initialize with a session id already in use; its capabilities are kept.")
             }
-            let fact = if replay {
-                UnknownAnswer::AlreadyAnswered
-            } else {
-                UnknownAnswer::UnknownId
-            };
-            let verdict = inspect::unknown_response(fact, policy);
-            self.recorder.answer_rejected(ex, None, &verdict);
-            if verdict.is_deny() {
-                return ClientVerdict::Reject(answer_rejection(Some(id), &verdict));
-            }
-            return ClientVerdict::Forward(body);
-        };
-        let ttl = pending_ttl(policy);
-        state.answered.insert(key, (), now, ttl);
-        // A JSON-RPC error from the client (e.g. it refused the mode) is a legitimate answer.
-        let Some(result) = message.get("result") else {
-            drop(state);
-            self.recorder.answered(
-                ex,
-                pending.mode,
-                "error",
-                now.duration_since(pending.asked_at),
-            );
-            return ClientVerdict::Forward(body);
-        };
-        let verdict = inspect::check_response(&pending.asked, result, policy);
-        let action = answer_action(result);
-        if verdict.is_deny() {
-            // Let the client try again with a valid answer.
-            drop(state);
-            self.recorder
-                .answer_rejected(ex, Some(pending.mode), &verdict);
-            let to_server = answer_error(&verdict).response(Some(id));
-            return ClientVerdict::Substitute {
-                body: to_server,
-                rejection: answer_rejection(Some(id), &verdict),
-            };
-        }
-        if matches!(action, "decline" | "cancel") {
-            let scope = pending.scope.clone();
-            state.remember_decline(
-                ex.route,
-                &scope,
-                pending.fingerprint,
-                now,
-                repeat_window(policy),
-            );
-        }
-        let pending_count = state.pending_count();
-        let sessions = state.sessions.len();
-        drop(state);
-        self.recorder.pending(pending_count, sessions);
-        self.recorder.answered(
-            ex,
-            pending.mode,
-            action,
-            now.duration_since(pending.asked_at),
-        );
-        if !verdict.rules.is_empty() {
-            self.recorder
-                .answer_audited(ex, Some(pending.mode), &verdict);
-        }
-        ClientVerdict::Forward(body)
-    }
-
-    /// A 2026-07-28 retry (or `tasks/update`) carrying `inputResponses`.
-    fn on_input_responses(
-        &self,
-        ex: &Exchange,
-        policy: &Policy,
-        message: &Value,
-    ) -> Option<ClientVerdict> {
-        let params = message.get("params")?;
-        let responses = params.get("inputResponses")?;
-        let key = self.asked_key(ex, params.get("requestState").and_then(Value::as_str));
-        let now = Instant::now();
-        let mut state = self.state();
-        let id = message.get("id");
-        let Some(asked) = key.as_ref().and_then(|k| state.asked.remove(k, now)) else {
-            drop(state);
-            let verdict = inspect::unknown_response(UnknownAnswer::UnknownId, policy);
-            self.recorder.answer_rejected(ex, None, &verdict);
-            return verdict
-                .is_deny()
-                .then(|| ClientVerdict::Reject(answer_rejection(id, &verdict)));
-        };
-        let mut verdict = Verdict::allow();
-        let mut answered = Vec::new();
-        match responses.as_object() {
-            Some(map) => {
-                for (k, answer) in map {
-                    let one = match asked.entries.get(k) {
-                        None => inspect::unknown_response(
-                            UnknownAnswer::UnaskedInputResponseKey,
-                            policy,
-                        ),
-                        // Sampling and roots answers are not elicitations: not judged here.
-                        Some(entry) => match &entry.asked {
-                            None => Verdict::allow(),
-                            Some(elicitation) => {
-                                answered.push((
-                                    entry.mode,
-                                    answer_action(answer),
-                                    entry.fingerprint,
-                                ));
-                                inspect::check_response(elicitation, answer, policy)
-                            }
-                        },
-                    };
-                    verdict.merge(one);
-                }
-            }
-            None => verdict.merge(inspect::unknown_response(
-                UnknownAnswer::UnaskedInputResponseKey,
-                policy,
-            )),
-        }
-        if verdict.is_deny() {
-            // Keep what was asked so a corrected retry is still accepted.
-            if let Some(k) = key {
-                let ttl = pending_ttl(policy).saturating_sub(now.duration_since(asked.asked_at));
-                state.asked.insert(k, asked, now, ttl);
-            }
-            drop(state);
-            self.recorder.answer_rejected(ex, None, &verdict);
-            return Some(ClientVerdict::Reject(answer_rejection(id, &verdict)));
-        }
-        let scope = asked.scope.clone();
-        for (_, action, fingerprint) in &answered {
-            if matches!(*action, "decline" | "cancel") {
-                state.remember_decline(ex.route, &scope, *fingerprint, now, repeat_window(policy));
+            Err(Unavailable) => {
+                tracing::warn!(route = %ex.route_name, "The state store did not record an initialize; the session's elicitations fail closed.")
             }
         }
-        drop(state);
-        for (mode, action, _) in answered {
-            self.recorder
-                .answered(ex, mode, action, now.duration_since(asked.asked_at));
-        }
-        if !verdict.rules.is_empty() {
-            self.recorder.answer_audited(ex, None, &verdict);
-        }
-        None
-    }
-
-    /// Where a 2026 `inputRequests` map for this exchange is (or will be) remembered.
-    fn asked_key(&self, ex: &Exchange, request_state: Option<&str>) -> Option<AskedKey> {
-        if let Some(rs) = request_state {
-            return Some(AskedKey::RequestState {
-                route: ex.route,
-                digest: Sha256::digest(rs.as_bytes()).into(),
-            });
-        }
-        if let Some(task) = &ex.task_id {
-            return Some(AskedKey::Task {
-                route: ex.route,
-                principal: ex.principal().clone(),
-                task_id: task.clone(),
-            });
-        }
-        Some(AskedKey::Call {
-            route: ex.route,
-            principal: ex.principal().clone(),
-            method: ex.method?,
-            name: ex.call_name.clone().unwrap_or_default(),
-        })
+        self.gauges();
     }
 }
 
@@ -807,24 +744,6 @@ fn batch_carries_answers(body: &[u8]) -> bool {
     }
 }
 
-/// `accept`, `decline`, `cancel`, or `invalid`.
-fn answer_action(result: &Value) -> &'static str {
-    match result.get("action").and_then(Value::as_str) {
-        Some("accept") => "accept",
-        Some("decline") => "decline",
-        Some("cancel") => "cancel",
-        _ => "invalid",
-    }
-}
-
-fn pending_ttl(policy: &Policy) -> std::time::Duration {
-    policy.pending_ttl()
-}
-
-fn repeat_window(policy: &Policy) -> std::time::Duration {
-    policy.repeat_window()
-}
-
 /// The answer to a POST body that is not one readable JSON-RPC message: `reason` is always
 /// `invalid_message`, `detail` the bounded label of what could not be read.
 pub fn invalid_message_rejection(id: Option<&RawValue>, detail: &'static str) -> Rejection {
@@ -836,23 +755,6 @@ pub fn invalid_message_rejection(id: Option<&RawValue>, detail: &'static str) ->
     Rejection {
         status: StatusCode::BAD_REQUEST,
         body: error.response(id),
-    }
-}
-
-/// The error for an answer that does not fit what was asked.
-fn answer_error(verdict: &Verdict) -> ErrorObject {
-    ErrorObject::gateway(
-        codes::INVALID_PARAMS,
-        "Elicitation answer rejected by gateway policy",
-        serde_json::json!({ "rules": verdict.denied_by.iter().map(|r| r.as_str()).collect::<Vec<_>>() }),
-    )
-}
-
-/// The client's answer was refused: 400 with a JSON-RPC error naming the rules.
-fn answer_rejection(id: Option<&Value>, verdict: &Verdict) -> Rejection {
-    Rejection {
-        status: StatusCode::BAD_REQUEST,
-        body: answer_error(verdict).response(id),
     }
 }
 

@@ -265,6 +265,38 @@ impl Recorder {
             .inc();
     }
 
+    /// The state store answered (`failed: None`) or an operation failed.
+    pub fn store_health(&self, ok: bool, failed: Option<&'static str>) {
+        self.metrics.state_store_up.set(i64::from(ok));
+        if let Some(operation) = failed {
+            self.metrics
+                .state_store_errors
+                .with_label_values(&[operation])
+                .inc();
+        }
+    }
+
+    /// A client message was refused by a rule outside the answer checks (`session.mismatch`):
+    /// counted per rule and audited as a refusal with `reason`.
+    pub fn client_refused(&self, ex: &Exchange, verdict: &Verdict, reason: &'static str) {
+        let label = if verdict.is_deny() { "deny" } else { "audit" };
+        for rule in &verdict.rules {
+            self.metrics
+                .rule_matches
+                .with_label_values(&[&ex.route_name, rule.as_str(), label])
+                .inc();
+        }
+        if !self.auditor.enabled() {
+            return;
+        }
+        let mut event = self.base(ex, EventKind::Refused);
+        event.direction = Some("client");
+        event.reason = Some(reason);
+        event.verdict = Some(label);
+        self.add_verdict(&mut event, verdict);
+        self.auditor.emit(&event);
+    }
+
     /// Sizes of the enforcement tables.
     pub fn pending(&self, pending: usize, sessions: usize) {
         self.metrics.pending_elicitations.set(pending as i64);

@@ -34,7 +34,7 @@ pub struct TtlTable<K, V> {
     evicted: u64,
     /// Values dropped by expiry or eviction, kept for [`TtlTable::take_dropped`] when the
     /// table was built [`TtlTable::reporting`].
-    dropped: Option<Vec<(V, Dropped)>>,
+    dropped: Option<Vec<(K, V, Dropped)>>,
 }
 
 /// Why a table let go of an entry nobody removed.
@@ -75,6 +75,22 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
 
     /// Values dropped by expiry or eviction since the last call (reporting tables only).
     pub fn take_dropped(&mut self) -> Vec<(V, Dropped)> {
+        self.take_dropped_entries()
+            .into_iter()
+            .map(|(_, v, why)| (v, why))
+            .collect()
+    }
+
+    /// The keys of what expiry and eviction dropped since the last call.
+    pub fn take_dropped_keys(&mut self) -> Vec<(K, Dropped)> {
+        self.take_dropped_entries()
+            .into_iter()
+            .map(|(k, _, why)| (k, why))
+            .collect()
+    }
+
+    /// Keys and values of what expiry and eviction dropped since the last call.
+    pub fn take_dropped_entries(&mut self) -> Vec<(K, V, Dropped)> {
         self.dropped
             .as_mut()
             .map(std::mem::take)
@@ -86,9 +102,9 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
         self.weight
     }
 
-    fn report(&mut self, value: V, why: Dropped) {
+    fn report(&mut self, key: K, value: V, why: Dropped) {
         if let Some(d) = self.dropped.as_mut() {
-            d.push((value, why));
+            d.push((key, value, why));
         }
     }
 
@@ -193,7 +209,7 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
         if entry.expires > now {
             return Some(entry.value);
         }
-        self.report(entry.value, Dropped::Expired);
+        self.report(key.clone(), entry.value, Dropped::Expired);
         None
     }
 
@@ -207,7 +223,7 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
                     let key = key.clone();
                     self.order.pop_front();
                     if let Some(entry) = self.take(&key) {
-                        self.report(entry.value, Dropped::Expired);
+                        self.report(key, entry.value, Dropped::Expired);
                     }
                 }
                 // Stale slot: the key was removed or re-inserted later.
@@ -227,7 +243,7 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
                 .is_some_and(|e| e.generation == generation)
             {
                 if let Some(entry) = self.take(&key) {
-                    self.report(entry.value, Dropped::Evicted);
+                    self.report(key, entry.value, Dropped::Evicted);
                 }
                 return true;
             }
@@ -241,7 +257,7 @@ impl<K: Eq + Hash + Clone, V> TtlTable<K, V> {
         let gone: Vec<K> = self.map.keys().filter(|k| !keep(k)).cloned().collect();
         for key in gone {
             if let Some(entry) = self.take(&key) {
-                self.report(entry.value, Dropped::Cleared);
+                self.report(key, entry.value, Dropped::Cleared);
             }
         }
     }

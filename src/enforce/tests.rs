@@ -7,6 +7,12 @@ use super::record::Recorder;
 use super::*;
 use std::sync::Mutex;
 
+/// Runs a future of the enforcement core to its end: with the memory store (and the failing
+/// fake) nothing in it waits.
+fn now<T>(f: impl std::future::Future<Output = T>) -> T {
+    futures_util::FutureExt::now_or_never(f).expect("ready at once")
+}
+
 /// Captures the gateway's own answers to the server.
 #[derive(Default)]
 struct FakeServer(Mutex<Vec<Value>>);
@@ -37,7 +43,7 @@ fn session(enforcer: &Enforcer, caps: &str) -> Exchange {
     );
     let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(init.as_bytes()));
     assert!(matches!(
-        enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(init)),
+        now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(init))),
         ClientVerdict::Forward(_)
     ));
     let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#;
@@ -45,7 +51,7 @@ fn session(enforcer: &Enforcer, caps: &str) -> Exchange {
 }
 
 fn judge(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, text: &str) -> ServerVerdict {
-    match enforcer.judge_server_text(ex, text.as_bytes(), channel) {
+    match now(enforcer.judge_server_text(ex, text.as_bytes(), channel)) {
         Judged::Plain => ServerVerdict::Keep,
         Judged::Read(_, verdict) => verdict,
     }
@@ -95,7 +101,7 @@ fn an_allowed_form_is_pending_and_its_answer_checked_by_canonical_id() {
     ));
     let answer = |text: &str| {
         let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
-        enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text.to_owned()))
+        now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text.to_owned())))
     };
     // An extra field: the server gets the gateway's error instead, the client a 400.
     let verdict = answer(
@@ -131,7 +137,7 @@ fn numeric_ids_match_in_any_spelling() {
         r#"{"jsonrpc":"2.0","id":7.0,"result":{"action":"accept","content":{"colour":"red"}}}"#;
     let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
     assert!(matches!(
-        enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text)),
+        now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text))),
         ClientVerdict::Forward(_)
     ));
 }
@@ -160,7 +166,7 @@ fn unreadable_texts_are_refused_with_their_reason_and_plain_ones_not_parsed() {
     }
     // No carrier named: forwarded without a parse, whatever it holds.
     assert!(matches!(
-        enforcer.judge_server_text(&ex, br#"{"x":NaN}"#, &channel),
+        now(enforcer.judge_server_text(&ex, br#"{"x":NaN}"#, &channel)),
         Judged::Plain
     ));
 }
@@ -195,7 +201,7 @@ fn client_bodies_serde_cannot_read_are_rejected_not_forwarded() {
         r#"{"jsonrpc":"2.0","id":"e-1","method":"x","result":{"action":"accept"}}"#,
     ] {
         let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
-        match enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text)) {
+        match now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text))) {
             ClientVerdict::Reject(r) => assert_eq!(r.status, StatusCode::BAD_REQUEST),
             _ => panic!("{text} was not rejected"),
         }

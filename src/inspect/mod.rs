@@ -74,6 +74,12 @@ pub struct InspectContext {
     /// Elicitations in the last minute for this session/principal, including this one.
     /// Above the policy's `rate.max_per_minute` → `rate.limit`.
     pub recent_count: u32,
+    /// Elicitations in the last minute from the client's address (the coarse flood limit),
+    /// including this one; 0 when that limit is off. Above `rate.max_per_minute_per_address`
+    /// → `rate.limit`.
+    pub address_count: u32,
+    /// The state store could not answer: the facts above are unknown → `state.unavailable`.
+    pub state_unavailable: bool,
     /// Protocol era.
     pub protocol: Era,
 }
@@ -85,6 +91,8 @@ impl InspectContext {
             associated: true,
             declined_recently: false,
             recent_count: 0,
+            address_count: 0,
+            state_unavailable: false,
             protocol,
         }
     }
@@ -128,8 +136,17 @@ pub fn inspect(
             "repeat.after_decline",
         );
     }
+    if ctx.state_unavailable {
+        hits.add(RuleId::StateUnavailable, "request", "state.unavailable");
+    }
     if ctx.recent_count > policy.rate_max_per_minute {
         hits.add(RuleId::RateLimit, "request", "rate.per_minute");
+    }
+    if policy
+        .rate_max_per_minute_per_address
+        .is_some_and(|max| ctx.address_count > max)
+    {
+        hits.add(RuleId::RateLimit, "request", "rate.per_address");
     }
     inspect_params(view, caps, ctx, policy, &mut hits);
     hits.resolve(|r| policy.action(r), policy.enforcement, forced)
@@ -289,8 +306,9 @@ fn inspect_url(view: &ElicitationView<'_>, ctx: &InspectContext, policy: &Policy
     }
 }
 
-/// What was asked, kept by the proxy until the answer arrives.
-#[derive(Debug, Clone, PartialEq)]
+/// What was asked, kept by the proxy until the answer arrives (in the state store, which may
+/// be shared: hence serialisable).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct AskedElicitation {
     /// Form or URL.
     pub mode: Mode,
@@ -442,6 +460,21 @@ pub fn unknown_response(fact: UnknownAnswer, policy: &Policy) -> Verdict {
     let mut hits = Hits::new();
     let (loc, det) = fact.location_and_detector();
     hits.add(RuleId::ResponseUnknown, loc, det);
+    hits.resolve(|r| policy.action(r), policy.enforcement, None)
+}
+
+/// An answer (or retry) that needs state the store could not give: `state.unavailable`.
+pub fn state_unavailable(policy: &Policy) -> Verdict {
+    let mut hits = Hits::new();
+    hits.add(RuleId::StateUnavailable, "response", "state.unavailable");
+    hits.resolve(|r| policy.action(r), policy.enforcement, None)
+}
+
+/// A session, answer or retry presented by a principal other than its own:
+/// `session.mismatch`.
+pub fn session_mismatch(policy: &Policy, location: &'static str) -> Verdict {
+    let mut hits = Hits::new();
+    hits.add(RuleId::SessionMismatch, location, "session.principal");
     hits.resolve(|r| policy.action(r), policy.enforcement, None)
 }
 

@@ -49,11 +49,15 @@ pub enum RuleId {
     ResponseInvalid,
     /// An answer to something that is not pending.
     ResponseUnknown,
+    /// The state store could not answer: what needs state fails closed.
+    StateUnavailable,
+    /// A session, answer or retry used by a principal other than the one it belongs to.
+    SessionMismatch,
 }
 
 impl RuleId {
     /// Every rule, in the stable order.
-    pub const ALL: [RuleId; 18] = [
+    pub const ALL: [RuleId; 20] = [
         RuleId::ModeUndeclared,
         RuleId::ModeDisabled,
         RuleId::RequestUnassociated,
@@ -72,6 +76,8 @@ impl RuleId {
         RuleId::RateLimit,
         RuleId::ResponseInvalid,
         RuleId::ResponseUnknown,
+        RuleId::StateUnavailable,
+        RuleId::SessionMismatch,
     ];
 
     /// Number of rules.
@@ -98,6 +104,8 @@ impl RuleId {
             RuleId::RateLimit => "rate.limit",
             RuleId::ResponseInvalid => "response.invalid",
             RuleId::ResponseUnknown => "response.unknown",
+            RuleId::StateUnavailable => "state.unavailable",
+            RuleId::SessionMismatch => "session.mismatch",
         }
     }
 
@@ -397,7 +405,9 @@ mod tests {
                 "repeat.after_decline",
                 "rate.limit",
                 "response.invalid",
-                "response.unknown"
+                "response.unknown",
+                "state.unavailable",
+                "session.mismatch"
             ]
         );
     }

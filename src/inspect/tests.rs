@@ -383,6 +383,7 @@ fn every_rule_id_is_reachable() {
                 associated: false,
                 declined_recently: true,
                 recent_count: 99,
+                state_unavailable: true,
                 ..ctx()
             },
         ),
@@ -415,8 +416,41 @@ fn every_rule_id_is_reachable() {
         .expect("asked");
     seen.extend(check_response(&asked, &json!({"action":"nope"}), &p).rules);
     seen.extend(unknown_response(UnknownAnswer::UnknownId, &p).rules);
+    seen.extend(session_mismatch(&p, "session").rules);
     let missing: Vec<_> = RuleId::ALL.iter().filter(|r| !seen.contains(r)).collect();
     assert!(missing.is_empty(), "unreached: {missing:?}");
+}
+
+#[test]
+fn the_address_flood_limit_is_off_unless_set() {
+    let busy = InspectContext {
+        address_count: 10_000,
+        ..ctx()
+    };
+    let all = ClientCaps::form_and_url();
+    let colour = form(json!({"colour":{"type":"string"}}));
+    let off = Policy::builtin_default();
+    assert!(!judge_with(colour.clone(), all, busy, &off).is_deny());
+    let on = policy(json!({"rate":{"max_per_minute_per_address":50}}));
+    let v = judge_with(colour.clone(), all, busy, &on);
+    assert_eq!(v.denied_by, [RuleId::RateLimit]);
+    let calm = InspectContext {
+        address_count: 50,
+        ..ctx()
+    };
+    assert!(!judge_with(colour, all, calm, &on).is_deny());
+}
+
+#[test]
+fn an_unavailable_store_fails_closed_with_its_own_rule() {
+    let down = InspectContext {
+        state_unavailable: true,
+        ..ctx()
+    };
+    let colour = form(json!({"colour":{"type":"string"}}));
+    let v = judge_with(colour, ClientCaps::form_and_url(), down, &Policy::builtin_default());
+    assert_eq!(v.denied_by, [RuleId::StateUnavailable]);
+    assert!(state_unavailable(&Policy::builtin_default()).is_deny());
 }
 
 #[test]

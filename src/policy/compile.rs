@@ -266,6 +266,18 @@ pub fn compile_policy(
         &format!("{path}.rate.max_per_minute"),
         errors,
     );
+    let rate_max_per_minute_per_address = raw
+        .rate
+        .as_ref()
+        .and_then(|r| r.max_per_minute_per_address)
+        .map(|v| {
+            positive(
+                Some(v),
+                1,
+                &format!("{path}.rate.max_per_minute_per_address"),
+                errors,
+            )
+        });
     let pending_ttl = positive_duration(
         raw.pending.as_ref().and_then(|p| p.ttl).map(|d| d.0),
         &format!("{path}.pending.ttl"),
@@ -305,6 +317,7 @@ pub fn compile_policy(
         },
         repeat_window,
         rate_max_per_minute,
+        rate_max_per_minute_per_address,
         pending_ttl,
         audit_include_message: raw
             .audit

@@ -91,6 +91,8 @@ pub struct Policy {
     pub(crate) url: UrlPolicy,
     pub(crate) repeat_window: Duration,
     pub(crate) rate_max_per_minute: u32,
+    /// `rate.max_per_minute_per_address`; `None` = off.
+    pub(crate) rate_max_per_minute_per_address: Option<u32>,
     pub(crate) pending_ttl: Duration,
     pub(crate) audit_include_message: bool,
 }
@@ -160,6 +162,11 @@ impl Policy {
     /// `rate.limit`: elicitations allowed per minute.
     pub fn rate_max_per_minute(&self) -> u32 {
         self.rate_max_per_minute
+    }
+
+    /// Whether the per-address flood limit is on.
+    pub fn limits_per_address(&self) -> bool {
+        self.rate_max_per_minute_per_address.is_some()
     }
 
     /// How long an asked elicitation stays answerable.

@@ -336,8 +336,12 @@ section! {
 section! {
     /// `rate:` — the `rate.limit` rule.
     pub struct RawRate {
-        /// Elicitations allowed per session (or principal) per minute (default 10).
+        /// Elicitations allowed per scope per minute (default 10): per verified principal,
+        /// else per legacy session or 2026-07-28 retry chain.
         max_per_minute: u32,
+        /// Elicitations allowed per client address per minute, whoever the users behind it
+        /// are (a coarse flood limit; off unless set).
+        max_per_minute_per_address: u32,
     }
 }
 

@@ -12,7 +12,7 @@
 //! dispatch it).
 
 use super::upstream::Lease;
-use crate::enforce::judge::StreamJudge;
+use crate::enforce::judge::{Judging, Step, StreamJudge};
 use crate::mcp::decode::Decoded;
 use crate::mcp::sse::SseDecoder;
 use bytes::Bytes;
@@ -120,6 +120,11 @@ pub struct Relay {
     sse: Option<SseDecoder>,
     /// Judges each SSE event (enforcement); `None` relays events unchanged.
     judge: Option<StreamJudge>,
+    /// An event's judgment waiting for the state store; nothing else is read meanwhile, so
+    /// events keep their order.
+    judging: Option<Judging>,
+    /// The judgment in flight is of the stream's tail: the stream closes after it.
+    closing: bool,
     upstream_done: bool,
     /// This relay incremented the open-streams gauge and must decrement it on drop.
     counted_open: bool,
@@ -156,6 +161,8 @@ impl Relay {
             last_activity: Instant::now(),
             sse,
             judge,
+            judging: None,
+            closing: false,
             upstream_done: false,
             counted_open,
             metrics,
@@ -199,19 +206,44 @@ impl Relay {
             return Poll::Ready(ahead);
         }
         loop {
+            if let Some(judging) = &mut self.judging {
+                let outcome = ready!(judging.as_mut().poll(cx));
+                self.judging = None;
+                let Some(judge) = &mut self.judge else {
+                    continue;
+                };
+                let judged = judge.resume(outcome);
+                if self.closing {
+                    self.closing = false;
+                    self.sse = None;
+                    let out = judge.closing(judged);
+                    return Poll::Ready(out.map(|rest| Ok(Frame::data(rest))));
+                }
+                if let Some(event) = judged {
+                    self.metrics.sse_events.inc();
+                    return Poll::Ready(Some(Ok(Frame::data(event))));
+                }
+                continue;
+            }
             if let Some(decoder) = &mut self.sse {
                 match decoder.next_event() {
                     Ok(Some(event)) => {
                         let judged = match &mut self.judge {
                             Some(judge) => {
-                                let judged = judge.judge_event(event);
+                                let step = judge.judge_event(event);
                                 if judge.is_cut() {
                                     // Nothing more of this upstream is read or judged; the
                                     // judge's end-of-stream answer goes out next.
                                     self.upstream_done = true;
                                     self.lease = None;
                                 }
-                                judged
+                                match step {
+                                    Step::Ready(judged) => judged,
+                                    Step::Wait(judging) => {
+                                        self.judging = Some(judging);
+                                        continue;
+                                    }
+                                }
                             }
                             None => Some(event),
                         };
@@ -230,11 +262,21 @@ impl Relay {
                     // the client an answer.
                     let cut = self.judge.as_ref().is_some_and(StreamJudge::is_cut);
                     let tail = if cut { None } else { decoder.finish() };
-                    let out = match &mut self.judge {
-                        Some(judge) => judge.finish(tail),
-                        None => tail,
+                    let Some(judge) = &mut self.judge else {
+                        self.sse = None;
+                        return Poll::Ready(tail.map(|rest| Ok(Frame::data(rest))));
+                    };
+                    let judged_tail = match judge.finish(tail) {
+                        Some(Step::Wait(judging)) => {
+                            self.judging = Some(judging);
+                            self.closing = true;
+                            continue;
+                        }
+                        Some(Step::Ready(judged)) => judged,
+                        None => None,
                     };
                     self.sse = None;
+                    let out = judge.closing(judged_tail);
                     return Poll::Ready(out.map(|rest| Ok(Frame::data(rest))));
                 }
             } else if self.upstream_done {

@@ -30,7 +30,7 @@ use super::respond;
 use super::upstream::{self, Lease};
 use super::{Gateway, Route};
 use crate::enforce::judge::{EndpointRewrite, ServerChannel, StreamJudge};
-use crate::enforce::{ClientVerdict, Exchange};
+use crate::enforce::{Caller, ClientVerdict, Exchange, RequestFacts};
 use crate::error::GatewayError;
 use crate::mcp::jsonrpc::Envelope;
 use crate::mcp::transport::{self, Media};
@@ -125,17 +125,21 @@ async fn exchange(
     // Enforcement, client side: capability shaping and answer checks, before anything is
     // forwarded.
     let enforcer = &gateway.enforcer;
-    let mut exchange = enforcer.begin(
-        route.index,
-        route.name.clone(),
-        route.upstream_label.clone(),
-        &parts.method,
-        &parts.headers,
-        envelope,
+    let caller = Caller::anonymous(
+        parts.headers.get(header::AUTHORIZATION).cloned(),
         conn.peer.ip(),
-        parts.uri.query(),
-        uri.clone(),
     );
+    let mut exchange = enforcer.begin(RequestFacts {
+        route: route.index,
+        route_name: route.name.clone(),
+        upstream_label: route.upstream_label.clone(),
+        method: &parts.method,
+        headers: &parts.headers,
+        envelope,
+        caller,
+        query: parts.uri.query(),
+        upstream_uri: uri.clone(),
+    });
     if !body.is_empty() {
         if let Err(refusal) = request_transport(&parts.headers) {
             let rejection = enforcer.refuse_client(&exchange, refusal.reason());
@@ -143,7 +147,10 @@ async fn exchange(
         }
     }
     let (body, substitute_response) =
-        match enforcer.on_client_message(&mut exchange, &parts.method, body) {
+        match enforcer
+            .on_client_message(&mut exchange, &parts.method, body)
+            .await
+        {
             ClientVerdict::Forward(body) => (body, None),
             ClientVerdict::Reject(rejection) => return Ok(respond::rejection(rejection)),
             ClientVerdict::Substitute { body, rejection } => {
@@ -168,7 +175,9 @@ async fn exchange(
         }
         return Ok(substitute);
     }
-    enforcer.on_response_head(&exchange, response.headers());
+    enforcer
+        .on_response_head(&exchange, response.headers())
+        .await;
     relay_response(gateway, route, response, lease, exchange).await
 }
 
@@ -256,7 +265,10 @@ async fn relay_response(
         upstream::release(lease);
         let channel: ServerChannel =
             Arc::new(HttpAnswer(route.upstream.clone(), route.answers.clone()));
-        let judged = gateway.enforcer.judge_json_body(&exchange, bytes, &channel);
+        let judged = gateway
+            .enforcer
+            .judge_json_body(&exchange, bytes, &channel)
+            .await;
         parts.headers.remove(header::CONTENT_LENGTH);
         return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
     }
