@@ -40,6 +40,7 @@ pub mod policy;
 pub mod proxy;
 pub mod reload;
 pub mod settings;
+pub mod state_redis;
 pub mod stdio;
 pub mod text;
 pub mod tls;
@@ -188,13 +189,20 @@ pub fn enforcer_for(
         max_elicitations_per_response: settings.limits.max_elicitations_per_response,
         session_ttl: settings.timeouts.session_idle,
     };
-    let store: Arc<dyn enforce::store::StateStore> =
-        Arc::new(enforce::memory::MemoryStore::new(&enforce::memory::MemoryLimits {
-            max_sessions: settings.limits.max_sessions,
-            max_pending: settings.limits.max_pending,
-            max_pending_bytes: usize::try_from(settings.limits.max_pending_bytes.as_u64())
-                .unwrap_or(usize::MAX),
-        }));
+    let store: Arc<dyn enforce::store::StateStore> = match settings.state.backend {
+        settings::StateBackend::Memory => {
+            Arc::new(enforce::memory::MemoryStore::new(&enforce::memory::MemoryLimits {
+                max_sessions: settings.limits.max_sessions,
+                max_pending: settings.limits.max_pending,
+                max_pending_bytes: usize::try_from(settings.limits.max_pending_bytes.as_u64())
+                    .unwrap_or(usize::MAX),
+            }))
+        }
+        settings::StateBackend::Redis => Arc::new(
+            state_redis::RedisStore::new(&settings.state.redis)
+                .context("configuring the Redis state store")?,
+        ),
+    };
     recorder.store_health(true, None);
     Ok(Arc::new(enforce::Enforcer::new(policies, store, limits, recorder)))
 }
@@ -238,6 +246,9 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
         spawn_reloader(path, enforcer.clone(), Shutdown(stopping.clone()))?;
     }
     tokio::spawn(sweep_state(enforcer.clone(), Shutdown(stopping.clone())));
+    if enforcer.store().backend() != "memory" {
+        tokio::spawn(check_store(enforcer.clone(), Shutdown(stopping.clone())));
+    }
 
     let admin = Arc::new(admin::AdminState {
         metrics: metrics.clone(),
@@ -289,6 +300,21 @@ pub async fn sweep_state(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdow
     loop {
         tokio::select! {
             _ = tick.tick() => enforcer.sweep().await,
+            () = shutdown.wait() => return,
+        }
+    }
+}
+
+/// Checks a shared state store every two seconds until `shutdown`, so its health gauge tells
+/// the truth while no elicitation needs it (and turns healthy again by itself).
+pub async fn check_store(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdown) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(2));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                let ok = enforcer.store().ping().await.is_ok();
+                enforcer.recorder.store_health(ok, (!ok).then_some("ping"));
+            }
             () = shutdown.wait() => return,
         }
     }

@@ -5,6 +5,10 @@
 //! returns either a checked [`Settings`] or a [`ConfigErrors`] listing *every* problem found,
 //! so an operator fixes a file in one pass. Nothing here runs on the request path.
 
+mod scale;
+
+pub use scale::*;
+
 use crate::policy::PolicySet;
 use bytesize::ByteSize;
 use serde::de::DeserializeOwned;
@@ -268,6 +272,10 @@ pub struct Settings {
     pub timeouts: Timeouts,
     pub log: LogSettings,
     pub audit: AuditSettings,
+    /// Where enforcement state lives.
+    pub state: StateSettings,
+    /// How callers are identified.
+    pub identity: IdentitySettings,
     pub routes: Vec<RouteSettings>,
     /// Every route's compiled policy.
     pub policies: Arc<PolicySet>,
@@ -287,6 +295,8 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "timeouts",
     "log",
     "audit",
+    "state",
+    "identity",
     "routes",
     "policies",
 ];
@@ -342,6 +352,11 @@ impl Settings {
         let timeouts = optional::<Timeouts>(&top, "timeouts", &mut errors).unwrap_or_default();
         let log = optional::<LogSettings>(&top, "log", &mut errors).unwrap_or_default();
         let audit = optional::<AuditSettings>(&top, "audit", &mut errors).unwrap_or_default();
+        let state = optional::<StateSettings>(&top, "state", &mut errors).unwrap_or_default();
+        let identity =
+            optional::<IdentitySettings>(&top, "identity", &mut errors).unwrap_or_default();
+        state.validate(&mut errors);
+        identity.validate(&mut errors);
         let raw_policies =
             optional::<serde_json::Map<String, serde_json::Value>>(&top, "policies", &mut errors)
                 .unwrap_or_default();
@@ -378,6 +393,8 @@ impl Settings {
             timeouts,
             log,
             audit,
+            state,
+            identity,
             routes,
             policies,
             warnings,
@@ -408,6 +425,9 @@ impl Settings {
             resolve(&mut tls.key_file);
         }
         if let Some(file) = &mut self.audit.file {
+            resolve(file);
+        }
+        if let Some(file) = &mut self.identity.jwt.jwks_file {
             resolve(file);
         }
         for route in &mut self.routes {

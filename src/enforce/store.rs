@@ -323,6 +323,11 @@ pub trait StateStore: Send + Sync {
         window: Duration,
     ) -> StoreFuture<'a, ()>;
 
+    /// A health check (one round trip) for the store gauge.
+    fn ping(&self) -> StoreFuture<'_, ()> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// Drops expired entries (backends whose keys do not expire by themselves).
     fn sweep(&self) {}
 

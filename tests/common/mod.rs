@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod peers;
+pub mod redis;
 pub mod scripted;
 
 use bytes::Bytes;
