@@ -30,6 +30,7 @@ pub mod admin;
 pub mod audit;
 pub mod demo;
 pub mod elicitation;
+pub mod identity;
 pub mod enforce;
 pub mod error;
 pub mod inspect;
@@ -254,8 +255,18 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
         metrics: metrics.clone(),
         ready: false.into(),
     });
+    let identity = Arc::new(
+        identity::Identity::new(&settings.identity).context("configuring identity")?,
+    );
+    if let Some(every) = identity.refresh_every() {
+        if let Err(e) = identity.refresh().await {
+            // Fail closed: until keys arrive, every token is refused (401).
+            tracing::error!(error = %e, "Could not load the JWKS; tokens are refused until it loads.");
+        }
+        tokio::spawn(refresh_identity(identity.clone(), every, Shutdown(stopping.clone())));
+    }
     let gateway_for = {
-        let (metrics, enforcer) = (metrics.clone(), enforcer.clone());
+        let (metrics, enforcer, identity) = (metrics.clone(), enforcer.clone(), identity.clone());
         let budget = proxy::read::BufferBudget::with_gauge(
             settings.limits.request_buffer_budget.as_u64(),
             Some(metrics.buffered_bytes.clone()),
@@ -266,6 +277,7 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
                 metrics.clone(),
                 enforcer.clone(),
                 budget.clone(),
+                identity.clone(),
             )
         }
     };
@@ -301,6 +313,27 @@ pub async fn sweep_state(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdow
         tokio::select! {
             _ = tick.tick() => enforcer.sweep().await,
             () = shutdown.wait() => return,
+        }
+    }
+}
+
+/// Refreshes the JWKS every `every`, and early when a token names an unknown key, until
+/// `shutdown`. A failed refresh keeps the keys it had.
+async fn refresh_identity(
+    identity: Arc<identity::Identity>,
+    every: std::time::Duration,
+    mut shutdown: Shutdown,
+) {
+    let mut tick = tokio::time::interval(every);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = identity.early_refresh_wanted() => {}
+            () = shutdown.wait() => return,
+        }
+        if let Err(e) = identity.refresh().await {
+            tracing::warn!(error = %e, "JWKS refresh failed; keeping the keys loaded before.");
         }
     }
 }

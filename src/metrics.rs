@@ -64,6 +64,8 @@ pub struct Metrics {
     pub buffered_bytes: IntGauge,
     /// Legacy sessions whose declared capabilities are remembered.
     pub sessions: IntGauge,
+    /// Requests refused at the identity stage (401), by route and reason.
+    pub unauthenticated: IntCounterVec,
     /// 1 while the state store answers, 0 after it failed (until it answers again).
     pub state_store_up: IntGauge,
     /// State store operations that failed (down, slow, unreadable), by operation.
@@ -283,6 +285,11 @@ impl Metrics {
             sessions: f.gauge(
                 "sessions",
                 "Legacy sessions whose declared client capabilities are remembered.",
+            ),
+            unauthenticated: f.counter(
+                "unauthenticated_total",
+                "Requests refused with 401 because they did not prove the identity identity.mode requires, by route and reason (token_missing, invalid, unknown_key, untrusted_peer, header_missing, ...).",
+                &["route", "reason"],
             ),
             state_store_up: f.gauge(
                 "state_store_up",

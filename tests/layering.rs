@@ -21,6 +21,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("inspect", 3),
     // Decisions with state; never I/O (the transports implement its traits).
     ("enforce", 4),
+    // Who is calling: token and header verification, JWKS refresh.
+    ("identity", 4),
     // Backends of enforcement's interfaces (state on Redis), doing the I/O enforcement never does.
     ("state_redis", 5),
     // Transports, and what runs them.

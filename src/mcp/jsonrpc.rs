@@ -302,6 +302,9 @@ pub mod codes {
     /// What a client receives instead of content the gateway blocked or could not read: an
     /// application code outside the ranges JSON-RPC and MCP reserve (-32768…-32000).
     pub const POLICY_BLOCKED: i64 = -31042;
+    /// A request without the identity the gateway requires (HTTP 401 carries it): an
+    /// application code, next to [`POLICY_BLOCKED`].
+    pub const UNAUTHENTICATED: i64 = -31401;
 }
 
 /// A JSON-RPC error object, and the response that carries it: every error the gateway writes,

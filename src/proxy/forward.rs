@@ -32,6 +32,7 @@ use super::{Gateway, Route};
 use crate::enforce::judge::{EndpointRewrite, ServerChannel, StreamJudge};
 use crate::enforce::{Caller, ClientVerdict, Exchange, RequestFacts};
 use crate::error::GatewayError;
+use crate::identity::Proven;
 use crate::mcp::jsonrpc::Envelope;
 use crate::mcp::transport::{self, Media};
 use bytes::Bytes;
@@ -125,10 +126,19 @@ async fn exchange(
     // Enforcement, client side: capability shaping and answer checks, before anything is
     // forwarded.
     let enforcer = &gateway.enforcer;
-    let caller = Caller::anonymous(
-        parts.headers.get(header::AUTHORIZATION).cloned(),
-        conn.peer.ip(),
-    );
+    // Identity: who is calling, verified when `identity.mode` says so (401 otherwise).
+    let identity = &gateway.identity;
+    let address = identity.client_address(conn.peer.ip(), &parts.headers);
+    let caller = match identity.authenticate(&parts.headers, conn.peer.ip()) {
+        Ok(Proven::Anonymous) => {
+            Caller::anonymous(parts.headers.get(header::AUTHORIZATION).cloned(), address)
+        }
+        Ok(Proven::Principal(principal)) => Caller::verified(principal, address),
+        Err(refused) => {
+            gateway.metrics.unauthenticated.with_label_values(&[&route.name, refused.reason]).inc();
+            return Ok(respond::unauthenticated(&refused, envelope.id.as_deref()));
+        }
+    };
     let mut exchange = enforcer.begin(RequestFacts {
         route: route.index,
         route_name: route.name.clone(),

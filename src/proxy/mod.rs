@@ -190,6 +190,8 @@ pub struct Gateway {
     pub enforcer: Arc<Enforcer>,
     /// Bytes all workers may hold in whole-body buffers (shared by every worker's gateway).
     pub budget: read::BufferBudget,
+    /// Who is calling (shared by every worker's gateway).
+    pub identity: Arc<crate::identity::Identity>,
 }
 
 impl Gateway {
@@ -198,6 +200,7 @@ impl Gateway {
         metrics: Metrics,
         enforcer: Arc<Enforcer>,
         budget: read::BufferBudget,
+        identity: Arc<crate::identity::Identity>,
     ) -> anyhow::Result<Arc<Self>> {
         let mut routes = settings
             .routes
@@ -212,6 +215,7 @@ impl Gateway {
             metrics,
             enforcer,
             budget,
+            identity,
         }))
     }
 
@@ -266,7 +270,14 @@ mod tests {
         )
         .unwrap();
         let budget = read::BufferBudget::new(settings.limits.request_buffer_budget.as_u64());
-        Gateway::new(settings, metrics, enforcer, budget).unwrap()
+        Gateway::new(
+            settings.clone(),
+            metrics,
+            enforcer,
+            budget,
+            Arc::new(crate::identity::Identity::new(&settings.identity).unwrap()),
+        )
+        .unwrap()
     }
 
     #[test]

@@ -19,6 +19,24 @@ pub fn rejection(rejection: Rejection) -> Response<ResponseBody> {
     json(rejection.status, rejection.body)
 }
 
+/// A request that had to prove an identity and did not: 401 with the `WWW-Authenticate`
+/// challenge (MCP authorization: the gateway is the resource server).
+pub fn unauthenticated(
+    refused: &crate::identity::Unauthenticated,
+    id: Option<&RawValue>,
+) -> Response<ResponseBody> {
+    let error = crate::mcp::jsonrpc::ErrorObject::gateway(
+        crate::mcp::jsonrpc::codes::UNAUTHENTICATED,
+        "Authentication required",
+        serde_json::json!({ "reason": refused.reason }),
+    );
+    let mut response = json(StatusCode::UNAUTHORIZED, error.response(id));
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, refused.challenge.clone());
+    response
+}
+
 fn json(status: StatusCode, body: bytes::Bytes) -> Response<ResponseBody> {
     let mut response = Response::new(ResponseBody::full(body));
     *response.status_mut() = status;
