@@ -200,6 +200,25 @@ async fn replicas_on_one_redis_share_sessions_answers_and_replays() {
 }
 
 #[tokio::test]
+async fn a_replica_restarted_mid_session_changes_nothing() {
+    let redis = RedisServer::start();
+    let upstream = form_server().await;
+    let yaml = redis_config(&upstream, &format!("url: \"{}\"", redis.url()));
+    let a = gateway(&yaml).await;
+    initialize(&a, BOTH).await;
+    // The session's replica goes away (a rolling restart); its successor knows the session.
+    a.shutdown().await;
+    let b = gateway(&yaml).await;
+    assert!(call(&b, "form").await.contains("f-1"));
+    let accept = json!({"action":"accept","content":{"region":"eu"}});
+    // The replica that showed the elicitation restarts before the answer arrives.
+    b.shutdown().await;
+    let c = gateway(&yaml).await;
+    assert_eq!(answer(&c, "f-1", accept).await.0, StatusCode::ACCEPTED);
+    c.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_redis_cluster_holds_the_same_state() {
     let cluster = RedisCluster::start();
     let upstream = form_server().await;
