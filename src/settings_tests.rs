@@ -118,3 +118,56 @@ fn example_configs_in_the_repo_are_valid() {
     }
     assert!(seen > 0);
 }
+
+#[test]
+fn state_and_identity_default_to_one_process_and_nobody_verified() {
+    let s = load(MINIMAL).unwrap();
+    assert_eq!(s.state.backend, StateBackend::Memory);
+    assert_eq!(s.identity.mode, IdentityMode::None);
+    let redis = load(&format!(
+        "{MINIMAL}state:\n  backend: redis\n  redis: {{ url: \"redis://127.0.0.1:6379/0\", timeout: 100ms }}\n"
+    ))
+    .unwrap();
+    assert_eq!(redis.state.redis.timeout, Duration::from_millis(100));
+}
+
+#[test]
+fn state_and_identity_errors_are_all_reported_at_once() {
+    let all = load(&format!(
+        "{MINIMAL}state:\n  backend: redis\n  redis: {{ key_prefix: \"a{{b}}\", connections: 0 }}\n\
+         identity:\n  mode: jwt\n  trusted_proxies: [\"10.0.0.0/33\"]\n  jwt: {{ algorithms: [HS256] }}\n"
+    ))
+    .unwrap_err()
+    .0
+    .join("\n");
+    for expected in [
+        "state.redis: `backend: redis` needs `url`",
+        "state.redis.key_prefix: must not contain",
+        "state.redis.connections: 1 to 64",
+        "identity.trusted_proxies: `10.0.0.0/33`",
+        "identity.jwt: `mode: jwt` needs `jwks_file` or `jwks_url`",
+        "identity.jwt.issuer: required",
+        "identity.jwt.audience: at least one",
+        "identity.jwt.algorithms: `HS256` is not one of",
+    ] {
+        assert!(all.contains(expected), "missing `{expected}` in:\n{all}");
+    }
+    let unknown = load(&format!("{MINIMAL}state:\n  backnd: redis\n"))
+        .unwrap_err()
+        .0
+        .join("\n");
+    assert!(unknown.contains("backnd"), "{unknown}");
+    let header = load(&format!("{MINIMAL}identity:\n  mode: header\n"))
+        .unwrap_err()
+        .0
+        .join("\n");
+    assert!(header.contains("`mode: header` needs the proxies"), "{header}");
+    let bad_url = load(&format!(
+        "{MINIMAL}state:\n  backend: redis\n  redis: {{ url: \"http://x\" }}\n"
+    ))
+    .unwrap_err()
+    .0
+    .join("\n");
+    assert!(bad_url.contains("not a redis:// or rediss:// URL"), "{bad_url}");
+    assert!(!bad_url.contains("http://x"), "URLs may hold credentials: never echoed");
+}

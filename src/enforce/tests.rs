@@ -207,3 +207,208 @@ fn client_bodies_serde_cannot_read_are_rejected_not_forwarded() {
         }
     }
 }
+
+/// A store that counts every operation and can be switched to fail (as a Redis that is down
+/// does), over the memory store.
+struct FakeStore {
+    inner: super::memory::MemoryStore,
+    calls: std::sync::atomic::AtomicUsize,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl FakeStore {
+    fn new() -> Self {
+        Self {
+            inner: super::memory::MemoryStore::new(&super::memory::MemoryLimits {
+                max_sessions: 100,
+                max_pending: 100,
+                max_pending_bytes: usize::MAX,
+            }),
+            calls: Default::default(),
+            down: Default::default(),
+        }
+    }
+
+    fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn set_down(&self, down: bool) {
+        self.down.store(down, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    fn pass<'a, T: Send + 'a>(&self, f: store::StoreFuture<'a, T>) -> store::StoreFuture<'a, T> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+            Box::pin(std::future::ready(Err(store::Unavailable)))
+        } else {
+            f
+        }
+    }
+}
+
+impl store::StateStore for FakeStore {
+    fn backend(&self) -> &'static str {
+        "fake"
+    }
+    fn facts<'a>(&'a self, q: &'a store::FactsQuery) -> store::StoreFuture<'a, store::Facts> {
+        self.pass(self.inner.facts(q))
+    }
+    fn put_session<'a>(
+        &'a self,
+        k: &'a SessionKey,
+        r: SessionRecord,
+        t: Duration,
+        n: bool,
+    ) -> store::StoreFuture<'a, bool> {
+        self.pass(self.inner.put_session(k, r, t, n))
+    }
+    fn declare_announced<'a>(
+        &'a self,
+        k: &'a SessionKey,
+        r: SessionRecord,
+        t: Duration,
+    ) -> store::StoreFuture<'a, Declared> {
+        self.pass(self.inner.declare_announced(k, r, t))
+    }
+    fn session<'a>(&'a self, k: &'a SessionKey) -> store::StoreFuture<'a, Option<SessionRecord>> {
+        self.pass(self.inner.session(k))
+    }
+    fn end_session<'a>(&'a self, k: &'a SessionKey) -> store::StoreFuture<'a, ()> {
+        self.pass(self.inner.end_session(k))
+    }
+    fn put_pending<'a>(
+        &'a self,
+        k: &'a PendingKey,
+        r: &'a store::PendingRecord,
+        t: Duration,
+        u: Option<&'a store::UrlKey>,
+    ) -> store::StoreFuture<'a, Vec<PendingKey>> {
+        self.pass(self.inner.put_pending(k, r, t, u))
+    }
+    fn take_pending<'a>(
+        &'a self,
+        k: &'a PendingKey,
+        p: Take,
+        t: Duration,
+    ) -> store::StoreFuture<'a, Taken> {
+        self.pass(self.inner.take_pending(k, p, t))
+    }
+    fn forget_pending<'a>(&'a self, k: &'a [PendingKey]) -> store::StoreFuture<'a, ()> {
+        self.pass(self.inner.forget_pending(k))
+    }
+    fn put_url_ids<'a>(&'a self, k: &'a [store::UrlKey], t: Duration) -> store::StoreFuture<'a, ()> {
+        self.pass(self.inner.put_url_ids(k, t))
+    }
+    fn complete_url<'a>(&'a self, k: &'a store::UrlKey) -> store::StoreFuture<'a, store::Completion> {
+        self.pass(self.inner.complete_url(k))
+    }
+    fn put_asked<'a>(
+        &'a self,
+        k: &'a store::AskedKey,
+        r: &'a store::AskedRecord,
+        t: Duration,
+    ) -> store::StoreFuture<'a, ()> {
+        self.pass(self.inner.put_asked(k, r, t))
+    }
+    fn take_asked<'a>(
+        &'a self,
+        k: &'a store::AskedKey,
+    ) -> store::StoreFuture<'a, Option<store::AskedRecord>> {
+        self.pass(self.inner.take_asked(k))
+    }
+    fn remember_decline<'a>(
+        &'a self,
+        k: &'a store::DeclineKey,
+        w: Duration,
+    ) -> store::StoreFuture<'a, ()> {
+        self.pass(self.inner.remember_decline(k, w))
+    }
+}
+
+fn with_store(store: Arc<FakeStore>) -> Arc<Enforcer> {
+    let base = enforcer("");
+    Arc::new(Enforcer::new(
+        base.policies().clone(),
+        store,
+        EnforcerLimits {
+            max_pending: 100,
+            max_sessions: 100,
+            max_elicitations_per_response: 64,
+            session_ttl: Duration::from_secs(600),
+        },
+        base.recorder.clone(),
+    ))
+}
+
+#[test]
+fn ordinary_traffic_never_touches_the_store() {
+    let store = Arc::new(FakeStore::new());
+    let enforcer = with_store(store.clone());
+    let ex = session(&enforcer, r#"{"elicitation":{}}"#);
+    let after_initialize = store.calls();
+    assert_eq!(after_initialize, 1, "initialize records the session");
+    let channel: ServerChannel = Arc::new(FakeServer::default());
+    for text in [
+        r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"hi"}]}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"no"}}"#,
+    ] {
+        assert!(matches!(judge(&enforcer, &ex, &channel, text), ServerVerdict::Keep));
+    }
+    for text in [
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    ] {
+        let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
+        assert!(matches!(
+            now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text))),
+            ClientVerdict::Forward(_)
+        ));
+    }
+    assert_eq!(store.calls(), after_initialize, "plain messages made no store call");
+    // An elicitation costs one read (facts) and one write (the pending record).
+    judge(&enforcer, &ex, &channel, COLOUR);
+    assert_eq!(store.calls(), after_initialize + 2);
+}
+
+#[test]
+fn a_store_that_cannot_answer_fails_closed_and_nothing_hangs() {
+    let store = Arc::new(FakeStore::new());
+    let enforcer = with_store(store.clone());
+    let ex = session(&enforcer, r#"{"elicitation":{}}"#);
+    let fake = Arc::new(FakeServer::default());
+    let channel: ServerChannel = fake.clone();
+    // Asked while the store works; answered while it is down.
+    assert!(matches!(judge(&enforcer, &ex, &channel, COLOUR), ServerVerdict::Keep));
+    store.set_down(true);
+    let text = r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red"}}}"#;
+    let mut answering = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
+    let ClientVerdict::Substitute { body, rejection } =
+        now(enforcer.on_client_message(&mut answering, &Method::POST, Bytes::from(text)))
+    else {
+        panic!("an answer that cannot be checked is not forwarded");
+    };
+    let to_server: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(to_server["error"]["data"]["rules"], serde_json::json!(["state.unavailable"]));
+    assert_eq!(rejection.status, StatusCode::BAD_REQUEST);
+    // A new elicitation is blocked, and its server answered.
+    let again = COLOUR.replace("e-2", "e-3");
+    assert!(matches!(judge(&enforcer, &ex, &channel, &again), ServerVerdict::Drop));
+    let answers = fake.0.lock().unwrap();
+    let rules = &answers.last().unwrap()["error"]["data"]["rules"];
+    assert!(
+        rules.as_array().unwrap().contains(&serde_json::json!("state.unavailable")),
+        "{rules}"
+    );
+    // A 2026-07-28 result carrying a form is replaced by the blocked-content error.
+    let mut modern = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(b""));
+    modern.era = Era::Stateless2026;
+    modern.request_caps = Some(ClientCaps::from_capabilities(&serde_json::json!({"elicitation":{"form":{}}})));
+    let result = r#"{"jsonrpc":"2.0","id":9,"result":{"resultType":"input_required","requestState":"rs","inputRequests":{"k":{"method":"elicitation/create","params":{"mode":"form","message":"Pick a colour","requestedSchema":{"type":"object","properties":{"colour":{"type":"string"}}}}}}}}"#;
+    let ServerVerdict::Replace(v) = judge(&enforcer, &modern, &channel, result) else {
+        panic!("not replaced");
+    };
+    assert_eq!(v["error"]["data"]["rules"], serde_json::json!(["state.unavailable"]));
+}
