@@ -112,3 +112,53 @@ fn demo_ends_every_case_as_expected() {
     assert_eq!(text.matches("ALLOWED").count(), 1, "{text}");
     assert!(text.contains("All 5 cases ended as expected."));
 }
+
+/// The configuration embedded in the shipped Kubernetes manifest, as the pod reads it.
+fn manifest_config() -> String {
+    let manifest = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/kubernetes/elicitgate.yaml"
+    ))
+    .unwrap();
+    let start = manifest.find("elicitgate.yaml: |\n").expect("embedded config") + 19;
+    manifest[start..]
+        .lines()
+        .take_while(|l| l.starts_with("    ") || l.is_empty())
+        .map(|l| l.strip_prefix("    ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn the_shipped_manifest_is_valid_for_the_replicas_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("elicitgate.yaml");
+    std::fs::write(&path, manifest_config()).unwrap();
+    let manifest = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/kubernetes/elicitgate.yaml"
+    ))
+    .unwrap();
+    let replicas: u32 = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("replicas:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("replicas");
+    let config = manifest_config();
+    assert!(
+        replicas == 1 || config.contains("backend: redis"),
+        "{replicas} replicas need the shared state store"
+    );
+    // With the Secret's environment the pod has, the configuration is valid.
+    let out = Command::new(BIN)
+        .args(["check-config", "--config"])
+        .arg(&path)
+        .env("ELICITGATE__STATE__REDIS__URL", "redis://redis.default.svc:6379/0")
+        .env("ELICITGATE__AUDIT__SALT", "0123456789abcdef0123456789abcdef")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for var in ["ELICITGATE__STATE__REDIS__URL", "ELICITGATE__AUDIT__SALT"] {
+        assert!(manifest.contains(var), "the pod gets {var} from the Secret");
+    }
+}
