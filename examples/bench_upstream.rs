@@ -11,6 +11,8 @@
 //!     `"sent_us":<unix µs>`, taken just before the event is handed to the connection;
 //!   - `elicit_legacy`: an SSE stream with a benign legacy `elicitation/create` (form mode)
 //!     followed at once by the final result (it does not wait for the answer);
+//!   - `elicit_pending`: an SSE stream with the same elicitation and nothing else (the stream
+//!     ends; the elicitation stays pending for its answer, `bench/state.sh`'s round trip);
 //!   - `elicit_2026`: a 2026-07-28 `input_required` JSON result with one form request;
 //!   - `stream_forever`: SSE events of `arguments.event_bytes` (default 16 KiB) until the client
 //!     goes away, `arguments.max_bytes` (default unlimited) are sent or `--max-stream-secs` pass;
@@ -201,6 +203,16 @@ fn elicit_legacy(shared: &Shared, id: &str) -> Response<Body> {
     sse_response(stream::iter(frames))
 }
 
+/// `tools/call` `elicit_pending`: a legacy form elicitation and nothing else.
+fn elicit_pending(shared: &Shared) -> Response<Body> {
+    let n = shared.elicitations.fetch_add(1, Ordering::Relaxed);
+    let ask = format!(
+        r#"{{"jsonrpc":"2.0","id":"el-{n}","method":"elicitation/create","params":{{"mode":"form","message":"{MESSAGE}","requestedSchema":{SCHEMA}}}}}"#
+    );
+    let frames: Vec<Result<Frame<Bytes>, Infallible>> = vec![Ok(sse_event(&ask))];
+    sse_response(stream::iter(frames))
+}
+
 /// `tools/call` `elicit_2026`: an `input_required` result (2026-07-28).
 fn elicit_2026(shared: &Shared, id: &str) -> Response<Body> {
     let n = shared.elicitations.fetch_add(1, Ordering::Relaxed);
@@ -314,6 +326,7 @@ async fn handle(
                 Some("sse") => sse_tool(id, args),
                 Some("elicit_legacy") => elicit_legacy(&shared, &id),
                 Some("elicit_2026") => elicit_2026(&shared, &id),
+                Some("elicit_pending") => elicit_pending(&shared),
                 Some("stream_forever") => stream_forever(&shared, args),
                 _ => json(Bytes::from(format!(
                     r#"{{"jsonrpc":"2.0","id":{id},"error":{{"code":-32602,"message":"unknown tool"}}}}"#

@@ -20,7 +20,7 @@
 
 use crate::enforce::judge::{AnswerServer, Judged, ServerChannel, ServerVerdict};
 use crate::enforce::record::Recorder;
-use crate::enforce::{ClientVerdict, Enforcer, Exchange, STDIO_SESSION};
+use crate::enforce::{ClientVerdict, Enforcer, Exchange};
 use crate::mcp::jsonrpc::{canonical_id, canonical_raw_id, codes, ErrorObject};
 use crate::mcp::jsonrpc::{Envelope, Kind};
 use crate::settings::Settings;
@@ -99,16 +99,16 @@ impl AnswerServer for StdioAnswer {
     fn answer(&self, ex: &Exchange, body: Bytes, recorder: &Recorder) {
         use std::sync::atomic::Ordering;
         let Some(tx) = self.to_child.upgrade() else {
-            recorder.gateway_answer(&ex.route_name, false);
+            recorder.gateway_answer(ex.route_name(), false);
             return;
         };
         let body = match tx.try_send(body) {
             Ok(()) => {
-                recorder.gateway_answer(&ex.route_name, true);
+                recorder.gateway_answer(ex.route_name(), true);
                 return;
             }
             Err(mpsc::error::TrySendError::Closed(_)) => {
-                recorder.gateway_answer(&ex.route_name, false);
+                recorder.gateway_answer(ex.route_name(), false);
                 return;
             }
             Err(mpsc::error::TrySendError::Full(body)) => body,
@@ -116,13 +116,13 @@ impl AnswerServer for StdioAnswer {
         // The child is not reading its stdin: wait for room, up to a bound.
         if self.waiting.fetch_add(1, Ordering::Relaxed) >= MAX_WAITING_ANSWERS {
             self.waiting.fetch_sub(1, Ordering::Relaxed);
-            recorder.gateway_answer(&ex.route_name, false);
+            recorder.gateway_answer(ex.route_name(), false);
             return;
         }
         let (waiting, recorder, route) = (
             self.waiting.clone(),
             recorder.clone(),
-            ex.route_name.clone(),
+            ex.route_name().clone(),
         );
         tokio::spawn(async move {
             let ok = tx.send(body).await.is_ok();
@@ -341,8 +341,8 @@ async fn pump_client(
                 continue;
             }
         };
-        if ex.kind == Kind::Request {
-            if let Some(id) = &ex.request_id {
+        if ex.kind() == Kind::Request {
+            if let Some(id) = ex.request_id() {
                 let key = canonical_raw_id(id);
                 if let Ok(mut map) = in_flight.lock() {
                     // Bounded: a client cannot grow this past the pending limit.
@@ -390,10 +390,8 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
         let ex = request.unwrap_or_else(|| {
             // A server request or notification: tied to the session, and associated only when
             // a client request is in flight (SEP-2260).
-            let mut ex = enforcer.begin_stdio(route.clone(), &envelope);
-            ex.associated = in_flight.lock().map(|m| !m.is_empty()).unwrap_or(false);
-            ex.session = Some(Arc::from(STDIO_SESSION));
-            ex
+            let busy = in_flight.lock().map(|m| !m.is_empty()).unwrap_or(false);
+            enforcer.begin_stdio(route.clone(), &envelope).unsolicited(busy)
         });
         match enforcer.judge_server_text(&ex, &line, &channel).await {
             Judged::Plain | Judged::Read(_, ServerVerdict::Keep) => {
@@ -416,14 +414,14 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
                     one => one.get("id").into_iter().collect(),
                 };
                 let in_flight_ids: Vec<Box<serde_json::value::RawValue>> =
-                    match (envelope.kind, ex.request_id.as_deref()) {
+                    match (envelope.kind, ex.request_id()) {
                         (Kind::Response, Some(id)) => vec![id.to_owned()],
                         _ => in_flight.lock().map_or_else(
                             |_| Vec::new(),
                             |mut map| {
                                 named
                                     .iter()
-                                    .filter_map(|id| map.remove(&canonical_id(id))?.request_id)
+                                    .filter_map(|id| map.remove(&canonical_id(id))?.request_id().map(ToOwned::to_owned))
                                     .collect()
                             },
                         ),
@@ -475,7 +473,7 @@ async fn end_calls_in_flight(
         .lock()
         .map(|mut m| m.drain().map(|(_, ex)| ex).collect())
         .unwrap_or_default();
-    for id in waiting.iter().filter_map(|ex| ex.request_id.as_deref()) {
+    for id in waiting.iter().filter_map(|ex| ex.request_id()) {
         let error = ErrorObject::blocked(["request.malformed"]).with_reason(reason);
         let _ = to_client.send(error.response(Some(id))).await;
     }

@@ -54,39 +54,40 @@ pub const STDIO_SESSION: &str = "stdio";
 /// code outside the ranges JSON-RPC and MCP reserve (-32768…-32000).
 pub const POLICY_BLOCKED_CODE: i64 = codes::POLICY_BLOCKED;
 
-/// Everything known about one client request, for judging what comes back.
+/// Everything known about one client request, for judging what comes back. Built once per
+/// request ([`Enforcer::begin`], [`Enforcer::begin_stdio`]) and changed only by enforcement;
+/// the transports read it through the accessors below.
 #[derive(Clone)]
 pub struct Exchange {
-    pub route: usize,
-    pub route_name: Arc<str>,
-    pub upstream_label: Arc<str>,
-    pub era: Era,
-    pub session: Option<Arc<str>>,
+    route_name: Arc<str>,
+    upstream_label: Arc<str>,
+    era: Era,
+    session: Option<Arc<str>>,
     /// Who sent the request ([`caller`]).
     caller: Caller,
     /// The 2026-07-28 retry chain, decided on first use ([`Exchange::chain`]).
     chain: OnceLock<Scope>,
-    pub request_id: Option<Box<RawValue>>,
-    pub method: Option<&'static str>,
-    pub kind: Kind,
+    request_id: Option<Box<RawValue>>,
+    method: Option<&'static str>,
+    kind: Kind,
     /// False for a standalone GET stream (server messages not tied to a client request).
-    pub associated: bool,
+    associated: bool,
     /// Declared capabilities of an `initialize` request (legacy).
-    pub init_caps: Option<ClientCaps>,
+    init_caps: Option<ClientCaps>,
     /// Declared capabilities of a 2026-07-28 request (`_meta`).
-    pub request_caps: Option<ClientCaps>,
+    request_caps: Option<ClientCaps>,
     /// `params.name` (tools/call, prompts/get) or `params.uri` (resources/read).
-    pub call_name: Option<String>,
+    call_name: Option<String>,
     /// `params.taskId` of a tasks request.
-    pub task_id: Option<String>,
+    task_id: Option<String>,
     /// Where and with which headers the gateway itself answers the server.
-    pub upstream_uri: http::Uri,
-    pub answer_headers: AnswerHeaders,
+    upstream_uri: http::Uri,
+    answer_headers: AnswerHeaders,
     /// A stdio exchange: one client, one session the gateway itself named.
-    pub stdio: bool,
+    stdio: bool,
     /// An HTTP GET (a standalone or resumed stream): some clients read any successful GET
     /// body as an event stream.
-    pub get: bool,
+    get: bool,
 }
 
 /// The request headers the gateway repeats when it answers the server on the client's behalf
@@ -125,6 +126,43 @@ impl AnswerHeaders {
 }
 
 impl Exchange {
+    /// The route's name (a metrics and audit label).
+    pub fn route_name(&self) -> &Arc<str> {
+        &self.route_name
+    }
+
+    /// The client's JSON-RPC request id, if it sent a request.
+    pub fn request_id(&self) -> Option<&RawValue> {
+        self.request_id.as_deref()
+    }
+
+    /// What the client sent: a request, a notification, a response, …
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// An HTTP GET (a standalone or resumed stream).
+    pub fn is_get(&self) -> bool {
+        self.get
+    }
+
+    /// Where the gateway's own answers to the server go.
+    pub fn upstream_uri(&self) -> &http::Uri {
+        &self.upstream_uri
+    }
+
+    /// The request headers the gateway repeats when it answers the server.
+    pub fn answer_headers(&self) -> &AnswerHeaders {
+        &self.answer_headers
+    }
+
+    /// A stdio server's own message (not a response to a client request): associated only
+    /// when a client request is in flight (SEP-2260).
+    pub fn unsolicited(mut self, associated: bool) -> Self {
+        self.associated = associated;
+        self
+    }
+
     /// Keyed identity of the caller.
     pub fn principal(&self) -> &Scope {
         self.caller.principal()
@@ -244,7 +282,6 @@ const UNBOUND_TTL: Duration = Duration::from_secs(10);
 
 /// What the transport knows of one client request when enforcement begins.
 pub struct RequestFacts<'a> {
-    pub route: usize,
     pub route_name: Arc<str>,
     pub upstream_label: Arc<str>,
     pub method: &'a Method,
@@ -355,7 +392,6 @@ impl Enforcer {
     /// Starts an exchange for a routed client request.
     pub fn begin(&self, facts: RequestFacts<'_>) -> Exchange {
         let RequestFacts {
-            route,
             route_name,
             upstream_label,
             method,
@@ -382,7 +418,6 @@ impl Enforcer {
             _ => Era::Legacy2025_11,
         };
         Exchange {
-            route,
             route_name,
             upstream_label,
             era,
@@ -410,7 +445,6 @@ impl Enforcer {
     /// Starts an exchange for one message from a stdio client (one client, one session).
     pub fn begin_stdio(&self, route_name: Arc<str>, envelope: &Envelope) -> Exchange {
         Exchange {
-            route: 0,
             route_name,
             upstream_label: Arc::from("stdio"),
             era: Era::Legacy2025_11,

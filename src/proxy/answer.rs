@@ -69,17 +69,17 @@ impl AnswerServer for HttpAnswer {
         let limit = &self.1;
         if limit.queued.fetch_add(1, Ordering::Relaxed) >= AnswerLimit::WAITING {
             limit.queued.fetch_sub(1, Ordering::Relaxed);
-            tracing::warn!(route = %ex.route_name, "Dropped one of the gateway's own answers: too many queued.");
-            recorder.gateway_answer(&ex.route_name, false);
+            tracing::warn!(route = %ex.route_name(), "Dropped one of the gateway's own answers: too many queued.");
+            recorder.gateway_answer(ex.route_name(), false);
             return;
         }
         let queued = Queued(limit.queued.clone());
         let turns = limit.turns.clone();
         let upstream = self.0.clone();
-        let uri = ex.upstream_uri.clone();
-        let headers: HeaderMap = ex.answer_headers.to_map();
+        let uri = ex.upstream_uri().clone();
+        let headers: HeaderMap = ex.answer_headers().to_map();
         let recorder = recorder.clone();
-        let route = ex.route_name.clone();
+        let route = ex.route_name().clone();
         tokio::spawn(async move {
             let _queued = queued;
             let Ok(_turn) = turns.acquire_owned().await else {

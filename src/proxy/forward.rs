@@ -140,7 +140,6 @@ async fn exchange(
         }
     };
     let mut exchange = enforcer.begin(RequestFacts {
-        route: route.index,
         route_name: route.name.clone(),
         upstream_label: route.upstream_label.clone(),
         method: &parts.method,
@@ -253,7 +252,7 @@ async fn relay_response(
     // The TypeScript client reads any successful GET body as an event stream whatever its
     // type, so a GET body of another type is judged as one too (a well-formed JSON or HTML
     // body carries no `data:` field and passes as it came).
-    let judge_as_stream = event_stream || (exchange.get && parts.status.is_success());
+    let judge_as_stream = event_stream || (exchange.is_get() && parts.status.is_success());
     let limits = &gateway.settings.limits;
     let idle = gateway.settings.timeouts.stream_idle;
     let source = if shape.is_identity() {
@@ -292,7 +291,7 @@ async fn relay_response(
         let max_event = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
         // `endpoint` events announce the 2024-11-05 POST URL, on that era's GET stream only.
         let endpoints = exchange
-            .get
+            .is_get()
             .then(|| Box::new(route.endpoint_map()) as Box<dyn EndpointRewrite>);
         let judge = StreamJudge::new(
             gateway.enforcer.clone(),
