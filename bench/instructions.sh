@@ -3,8 +3,10 @@
 # where CPU time is noisy, so small changes to the request path can be compared. Loopback only;
 # every process it starts is stopped at the end.
 #
-#   bench/instructions.sh [elicitgate|floor-pooled|floor-per-core] [seconds]
+#   bench/instructions.sh [elicitgate|elicitgate-redis|floor-pooled|floor-per-core] [seconds]
 #
+# elicitgate-redis is elicitgate with `state.backend: redis` on a redis-server this script
+# starts (ordinary traffic must cost the same as on the embedded state).
 # BENCH_SCENARIO (small | mix, see bench/wrk_mcp.lua) picks the load; CARGO_TARGET_DIR picks
 # the build measured (so two builds can be compared). elicitgate runs with `workers: 1`; the floors are examples/hyper_floor.rs. Load: wrk, 4
 # connections, small JSON tools/call, after a warm-up whose instructions are not counted.
@@ -24,6 +26,16 @@ command -v valgrind >/dev/null || { echo "valgrind is not installed (apt-get ins
 # shellcheck source=bench/lib.sh
 . "$root/bench/lib.sh"
 up=$(port); gw=$(port); adm=$(port)
+state=""
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+trap cleanup EXIT
+if [ "$target" = elicitgate-redis ]; then
+  rport=$(port)
+  redis-server --port "$rport" --bind 127.0.0.1 --save "" --appendonly no >"$out/redis.log" 2>&1 &
+  pids+=($!)
+  state="state: { backend: redis, redis: { url: \"redis://127.0.0.1:$rport\" } }"
+fi
 cat >"$out/elicitgate.yaml" <<EOT
 listen: "127.0.0.1:$gw"
 admin_listen: "127.0.0.1:$adm"
@@ -32,16 +44,14 @@ log: { level: warn }
 audit: { sink: "off" }
 routes: [ { name: bench, path: /mcp, upstream: "http://127.0.0.1:$up/mcp" } ]
 policies: { default: { rate: { max_per_minute: 1000000000 } } }
+$state
 EOT
 case $target in
-  elicitgate) cmd=("$bin/elicitgate" serve --config "$out/elicitgate.yaml") ;;
+  elicitgate|elicitgate-redis) cmd=("$bin/elicitgate" serve --config "$out/elicitgate.yaml") ;;
   floor-pooled) cmd=("$bin/examples/hyper_floor" pooled "127.0.0.1:$gw" "127.0.0.1:$up") ;;
   floor-per-core) cmd=("$bin/examples/hyper_floor" per-core "127.0.0.1:$gw" "127.0.0.1:$up") ;;
   *) echo "unknown target $target" >&2; exit 2 ;;
 esac
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
-trap cleanup EXIT
 "$bin/examples/bench_upstream" --listen "127.0.0.1:$up" >"$out/upstream.log" 2>&1 &
 pids+=($!)
 valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out" "${cmd[@]}" >"$out/proxy.log" 2>&1 &

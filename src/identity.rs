@@ -66,10 +66,16 @@ struct Jwt {
     validation: HashMap<Algorithm, Validation>,
     refresh: Duration,
     last_refresh: Mutex<Option<Instant>>,
-    tokens: Mutex<HashMap<[u8; 32], (Arc<str>, u64)>>,
+    /// Verified tokens, by SHA-256 of the token.
+    tokens: Mutex<HashMap<[u8; 32], Verified>>,
+    /// Bumped on every key set change: a cached verification by an older set is void.
+    generation: std::sync::atomic::AtomicU64,
     /// Woken when a token names a key id the JWKS does not hold.
     early: tokio::sync::Notify,
 }
+
+/// A verified token: principal, `exp`, and the key set generation that verified it.
+type Verified = (Arc<str>, u64, u64);
 
 struct Key {
     kid: Option<String>,
@@ -126,6 +132,13 @@ fn parse_jwks(text: &str) -> anyhow::Result<Vec<Key>> {
     let keys: Vec<Key> = set
         .keys
         .iter()
+        .filter(|jwk| {
+            // Keys published for encryption never verify a signature.
+            !matches!(
+                jwk.common.public_key_use,
+                Some(jsonwebtoken::jwk::PublicKeyUse::Encryption)
+            )
+        })
         .filter_map(|jwk| {
             let key = DecodingKey::from_jwk(jwk).ok()?;
             let algorithm = jwk
@@ -178,6 +191,8 @@ impl Identity {
     }
 
     fn trusts(&self, peer: IpAddr) -> bool {
+        // An IPv4 client on a dual-stack listener arrives as `::ffff:a.b.c.d`.
+        let peer = peer.to_canonical();
         self.trusted.iter().any(|net| net.contains(&peer))
     }
 
@@ -187,27 +202,43 @@ impl Identity {
         if self.trusted.is_empty() || !self.trusts(peer) {
             return peer;
         }
-        let hops: Vec<IpAddr> = headers
-            .get_all("x-forwarded-for")
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .filter_map(|h| h.trim().parse().ok())
-            .collect();
-        hops.iter()
-            .rev()
-            .copied()
-            .find(|hop| !self.trusts(*hop))
-            .or_else(|| hops.first().copied())
-            .unwrap_or(peer)
+        let peer = peer.to_canonical();
+        let mut hops: Vec<&str> = Vec::new();
+        for value in headers.get_all("x-forwarded-for") {
+            let Ok(text) = value.to_str() else {
+                return peer;
+            };
+            hops.extend(text.split(',').map(str::trim));
+        }
+        // Right to left: trusted proxies' hops are skipped; the first other hop is the client.
+        // A hop that is not a bare address (`ip:port`, `unknown`, garbage) ends the walk at the
+        // last address known good: what lies left of it cannot be told apart from forgery.
+        let mut client = peer;
+        for hop in hops.iter().rev() {
+            let Ok(addr) = hop.parse::<IpAddr>() else {
+                return client;
+            };
+            client = addr.to_canonical();
+            if !self.trusts(client) {
+                return client;
+            }
+        }
+        client
     }
 
     /// Verifies the caller of a request from `peer`.
-    pub fn authenticate(&self, headers: &HeaderMap, peer: IpAddr) -> Result<Proven, Unauthenticated> {
+    pub fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        peer: IpAddr,
+    ) -> Result<Proven, Unauthenticated> {
         match self.mode {
             IdentityMode::None => Ok(Proven::Anonymous),
             IdentityMode::Header => {
-                let name = self.header.as_ref().ok_or_else(|| self.refuse(None, "identity.header"))?;
+                let name = self
+                    .header
+                    .as_ref()
+                    .ok_or_else(|| self.refuse(None, "identity.header"))?;
                 if !self.trusts(peer) {
                     return Err(self.refuse(None, "identity.untrusted_peer"));
                 }
@@ -219,8 +250,12 @@ impl Identity {
                 Ok(Proven::Principal(hex_digest("h:", &[user])))
             }
             IdentityMode::Jwt => {
-                let jwt = self.jwt.as_ref().ok_or_else(|| self.refuse(None, "identity.jwt"))?;
-                let token = bearer(headers).ok_or_else(|| self.refuse(None, "identity.token_missing"))?;
+                let jwt = self
+                    .jwt
+                    .as_ref()
+                    .ok_or_else(|| self.refuse(None, "identity.jwt"))?;
+                let token =
+                    bearer(headers).ok_or_else(|| self.refuse(None, "identity.token_missing"))?;
                 jwt.verify(token)
                     .map(Proven::Principal)
                     .map_err(|reason| self.refuse(Some(reason), reason))
@@ -231,7 +266,10 @@ impl Identity {
     fn refuse(&self, invalid: Option<&'static str>, reason: &'static str) -> Unauthenticated {
         let mut text = self.realm_challenge.clone();
         if let Some(why) = invalid {
-            let _ = write!(text, ", error=\"invalid_token\", error_description=\"{why}\"");
+            let _ = write!(
+                text,
+                ", error=\"invalid_token\", error_description=\"{why}\""
+            );
         }
         Unauthenticated {
             challenge: HeaderValue::from_str(&text)
@@ -310,6 +348,7 @@ impl Jwt {
             refresh: j.jwks_refresh,
             last_refresh: Mutex::new(None),
             tokens: Mutex::new(HashMap::new()),
+            generation: std::sync::atomic::AtomicU64::new(0),
             early: tokio::sync::Notify::new(),
         })
     }
@@ -319,8 +358,10 @@ impl Jwt {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        if let Some((principal, exp)) = self.cached(&digest) {
-            if exp.saturating_add(self.leeway()) > now {
+        use std::sync::atomic::Ordering;
+        let generation = self.generation.load(Ordering::Acquire);
+        if let Some((principal, exp, verified_by)) = self.cached(&digest) {
+            if verified_by == generation && exp.saturating_add(self.leeway()) > now {
                 return Ok(principal);
             }
         }
@@ -348,7 +389,7 @@ impl Jwt {
         if tokens.len() >= TOKEN_CACHE {
             tokens.clear();
         }
-        tokens.insert(digest, (principal.clone(), claims.exp));
+        tokens.insert(digest, (principal.clone(), claims.exp, generation));
         Ok(principal)
     }
 
@@ -356,7 +397,7 @@ impl Jwt {
         self.validation.values().next().map_or(0, |v| v.leeway)
     }
 
-    fn cached(&self, digest: &[u8; 32]) -> Option<(Arc<str>, u64)> {
+    fn cached(&self, digest: &[u8; 32]) -> Option<Verified> {
         self.tokens
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -379,7 +420,11 @@ impl Jwt {
             JwksSource::Url(url) => fetch(url).await?,
         };
         let keys = parse_jwks(&text)?;
+        // Keys first, then the generation: a verification that loaded the old keys caches
+        // under the old generation, which no lookup accepts any more.
         self.keys.store(Arc::new(keys));
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         // Tokens verified with keys that are gone must be checked again.
         self.tokens
             .lock()
@@ -406,7 +451,11 @@ async fn fetch(url: &str) -> anyhow::Result<String> {
         .header("accept", "application/json")
         .body(Empty::new())?;
     let response = tokio::time::timeout(Duration::from_secs(10), client.request(request)).await??;
-    anyhow::ensure!(response.status().is_success(), "JWKS fetch: HTTP {}", response.status());
+    anyhow::ensure!(
+        response.status().is_success(),
+        "JWKS fetch: HTTP {}",
+        response.status()
+    );
     let body = tokio::time::timeout(
         Duration::from_secs(10),
         Limited::new(response.into_body(), 1 << 20).collect(),
@@ -414,4 +463,63 @@ async fn fetch(url: &str) -> anyhow::Result<String> {
     .await?
     .map_err(|e| anyhow::anyhow!("JWKS fetch: {e}"))?;
     Ok(String::from_utf8(body.to_bytes().to_vec())?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn identity(trusted: &[&str]) -> Identity {
+        Identity::new(&IdentitySettings {
+            trusted_proxies: trusted.iter().map(|s| s.to_string()).collect(),
+            ..IdentitySettings::default()
+        })
+        .unwrap()
+    }
+
+    fn xff(values: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in values {
+            h.append("x-forwarded-for", v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn the_client_is_the_last_hop_no_trusted_proxy_added() {
+        let id = identity(&["10.0.0.0/8"]);
+        let proxy: IpAddr = "10.0.0.5".parse().unwrap();
+        let client: IpAddr = "203.0.113.7".parse().unwrap();
+        assert_eq!(
+            id.client_address(proxy, &xff(&["1.2.3.4, 203.0.113.7"])),
+            client
+        );
+        assert_eq!(
+            id.client_address(proxy, &xff(&["1.2.3.4", "203.0.113.7, 10.0.0.9"])),
+            client
+        );
+        // An untrusted peer's header is ignored.
+        assert_eq!(id.client_address(client, &xff(&["1.2.3.4"])), client);
+        // A hop that is not an address ends the walk: nothing left of it is believed.
+        assert_eq!(
+            id.client_address(proxy, &xff(&["1.2.3.4, 203.0.113.7:5000"])),
+            proxy
+        );
+        assert_eq!(
+            id.client_address(proxy, &xff(&["1.2.3.4, unknown, 10.0.0.9"])),
+            "10.0.0.9".parse::<IpAddr>().unwrap()
+        );
+        // An IPv4 peer on a dual-stack listener is still the trusted proxy.
+        let mapped: IpAddr = "::ffff:10.0.0.5".parse().unwrap();
+        assert_eq!(id.client_address(mapped, &xff(&["203.0.113.7"])), client);
+    }
+
+    #[test]
+    fn identity_off_proves_nobody_and_refuses_nobody() {
+        let id = identity(&[]);
+        assert_eq!(
+            id.authenticate(&HeaderMap::new(), "127.0.0.1".parse().unwrap()),
+            Ok(Proven::Anonymous)
+        );
+    }
 }

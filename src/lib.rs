@@ -30,9 +30,9 @@ pub mod admin;
 pub mod audit;
 pub mod demo;
 pub mod elicitation;
-pub mod identity;
 pub mod enforce;
 pub mod error;
+pub mod identity;
 pub mod inspect;
 pub mod inspect_cli;
 pub mod mcp;
@@ -191,21 +191,23 @@ pub fn enforcer_for(
         session_ttl: settings.timeouts.session_idle,
     };
     let store: Arc<dyn enforce::store::StateStore> = match settings.state.backend {
-        settings::StateBackend::Memory => {
-            Arc::new(enforce::memory::MemoryStore::new(&enforce::memory::MemoryLimits {
+        settings::StateBackend::Memory => Arc::new(enforce::memory::MemoryStore::new(
+            &enforce::memory::MemoryLimits {
                 max_sessions: settings.limits.max_sessions,
                 max_pending: settings.limits.max_pending,
                 max_pending_bytes: usize::try_from(settings.limits.max_pending_bytes.as_u64())
                     .unwrap_or(usize::MAX),
-            }))
-        }
+            },
+        )),
         settings::StateBackend::Redis => Arc::new(
             state_redis::RedisStore::new(&settings.state.redis)
                 .context("configuring the Redis state store")?,
         ),
     };
     recorder.store_health(true, None);
-    Ok(Arc::new(enforce::Enforcer::new(policies, store, limits, recorder)))
+    Ok(Arc::new(enforce::Enforcer::new(
+        policies, store, limits, recorder,
+    )))
 }
 
 /// Binds the listeners, starts serving and returns once both accept connections.
@@ -255,15 +257,18 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
         metrics: metrics.clone(),
         ready: false.into(),
     });
-    let identity = Arc::new(
-        identity::Identity::new(&settings.identity).context("configuring identity")?,
-    );
+    let identity =
+        Arc::new(identity::Identity::new(&settings.identity).context("configuring identity")?);
     if let Some(every) = identity.refresh_every() {
         if let Err(e) = identity.refresh().await {
             // Fail closed: until keys arrive, every token is refused (401).
             tracing::error!(error = %e, "Could not load the JWKS; tokens are refused until it loads.");
         }
-        tokio::spawn(refresh_identity(identity.clone(), every, Shutdown(stopping.clone())));
+        tokio::spawn(refresh_identity(
+            identity.clone(),
+            every,
+            Shutdown(stopping.clone()),
+        ));
     }
     let gateway_for = {
         let (metrics, enforcer, identity) = (metrics.clone(), enforcer.clone(), identity.clone());

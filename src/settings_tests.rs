@@ -161,13 +161,22 @@ fn state_and_identity_errors_are_all_reported_at_once() {
         .unwrap_err()
         .0
         .join("\n");
-    assert!(header.contains("`mode: header` needs the proxies"), "{header}");
+    assert!(
+        header.contains("`mode: header` needs the proxies"),
+        "{header}"
+    );
     let bad_url = load(&format!(
         "{MINIMAL}state:\n  backend: redis\n  redis: {{ url: \"http://x\" }}\n"
     ))
     .unwrap_err()
     .0
     .join("\n");
-    assert!(bad_url.contains("not a redis:// or rediss:// URL"), "{bad_url}");
-    assert!(!bad_url.contains("http://x"), "URLs may hold credentials: never echoed");
+    assert!(
+        bad_url.contains("not a redis:// or rediss:// URL"),
+        "{bad_url}"
+    );
+    assert!(
+        !bad_url.contains("http://x"),
+        "URLs may hold credentials: never echoed"
+    );
 }

@@ -117,8 +117,12 @@ return {'absent'}
 ";
 
 /// Records a pending elicitation: KEYS = pending hash; ARGV = field, `deadline|record`, hash
-/// TTL (ms), now (ms), grace (ms). Past 256 entries, those long past their deadline go.
+/// TTL (ms), now (ms), grace (ms). Past 256 entries, those long past their deadline go; a
+/// session holding 4096 is refused (an error: the caller fails closed).
 const PUT_PENDING: &str = r"
+if redis.call('HLEN', KEYS[1]) >= 4096 then
+  return redis.error_reply('elicitgate: too many pending elicitations in one session')
+end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then
   redis.call('PEXPIRE', KEYS[1], ARGV[3])
@@ -216,9 +220,22 @@ impl RedisStore {
         if recently_failed {
             return Err(Unavailable);
         }
-        let _one = self.connecting.lock().await;
+        // One attempt at a time, and callers that queued behind a failed one fail at once
+        // instead of each making its own.
+        let Ok(_one) = tokio::time::timeout(self.connect_timeout, self.connecting.lock()).await
+        else {
+            return Err(Unavailable);
+        };
         if let Some(conn) = self.pick() {
             return Ok(conn);
+        }
+        if self
+            .last_failed_connect
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
+        {
+            return Err(Unavailable);
         }
         let made = tokio::time::timeout(self.connect_timeout, self.connect()).await;
         match made {
@@ -266,14 +283,18 @@ impl RedisStore {
                     .set_max_delay(1000);
                 let mut conns = Vec::with_capacity(self.wanted);
                 for _ in 0..self.wanted {
-                    let manager =
-                        redis::aio::ConnectionManager::new_with_config(client.clone(), config.clone())
-                            .await?;
+                    let manager = redis::aio::ConnectionManager::new_with_config(
+                        client.clone(),
+                        config.clone(),
+                    )
+                    .await?;
                     conns.push(Conn::Single(manager));
                 }
                 Ok(conns)
             }
-            Target::Cluster(client) => Ok(vec![Conn::Cluster(client.get_async_connection().await?)]),
+            Target::Cluster(client) => {
+                Ok(vec![Conn::Cluster(client.get_async_connection().await?)])
+            }
         }
     }
 
@@ -295,11 +316,19 @@ impl RedisStore {
     }
 
     fn session_tag(&self, route: &str, session: &str) -> String {
-        format!("{}{{s:{}}}", self.prefix, digest(&[route.as_bytes(), session.as_bytes()]))
+        format!(
+            "{}{{s:{}}}",
+            self.prefix,
+            digest(&[route.as_bytes(), session.as_bytes()])
+        )
     }
 
     fn scope_tag(&self, route: &str, scope: &str) -> String {
-        format!("{}{{c:{}}}", self.prefix, digest(&[route.as_bytes(), scope.as_bytes()]))
+        format!(
+            "{}{{c:{}}}",
+            self.prefix,
+            digest(&[route.as_bytes(), scope.as_bytes()])
+        )
     }
 
     fn url_key(&self, key: &UrlKey) -> String {
@@ -330,7 +359,12 @@ impl RedisStore {
                 route,
                 principal,
                 task_id,
-            } => digest(&[b"task", route.as_bytes(), principal.as_bytes(), task_id.as_bytes()]),
+            } => digest(&[
+                b"task",
+                route.as_bytes(),
+                principal.as_bytes(),
+                task_id.as_bytes(),
+            ]),
         };
         format!("{}{{a:{d}}}", self.prefix)
     }
@@ -353,8 +387,20 @@ fn decode<T: serde::de::DeserializeOwned>(text: &str) -> StoreResult<T> {
     })
 }
 
+/// Largest record written (what was asked is already trimmed for validation and bounded by
+/// `form.limits`; this is the backstop against a hostile server filling Redis).
+const MAX_RECORD: usize = 1 << 20;
+
 fn encode<T: serde::Serialize>(value: &T) -> StoreResult<String> {
-    serde_json::to_string(value).map_err(|_| Unavailable)
+    let text = serde_json::to_string(value).map_err(|_| Unavailable)?;
+    if text.len() > MAX_RECORD {
+        tracing::warn!(
+            bytes = text.len(),
+            "A state record over 1 MiB was not written; what needed it fails closed."
+        );
+        return Err(Unavailable);
+    }
+    Ok(text)
 }
 
 impl StateStore for RedisStore {
@@ -376,7 +422,9 @@ impl StateStore for RedisStore {
             self.run(|conn| async move {
                 let mut scope_pipe = redis::pipe();
                 for fp in &q.fingerprints {
-                    scope_pipe.cmd("EXISTS").arg(format!("{scope_tag}:d:{fp:016x}"));
+                    scope_pipe
+                        .cmd("EXISTS")
+                        .arg(format!("{scope_tag}:d:{fp:016x}"));
                 }
                 let rate = format!("{scope_tag}:r:{minute}");
                 for _ in &q.fingerprints {
@@ -394,12 +442,14 @@ impl StateStore for RedisStore {
                 let (mut c1, mut c2, mut c3) = (conn.clone(), conn.clone(), conn);
                 let session = async {
                     match &session_key {
-                        Some(k) => redis::cmd("GETEX")
-                            .arg(k)
-                            .arg("PX")
-                            .arg(ttl)
-                            .query_async::<Option<String>>(&mut c1)
-                            .await,
+                        Some(k) => {
+                            redis::cmd("GETEX")
+                                .arg(k)
+                                .arg("PX")
+                                .arg(ttl)
+                                .query_async::<Option<String>>(&mut c1)
+                                .await
+                        }
                         None => Ok::<Option<String>, redis::RedisError>(None),
                     }
                 };
@@ -492,6 +542,20 @@ impl StateStore for RedisStore {
                 .run(|mut c| async move { redis::cmd("GET").arg(&k).query_async(&mut c).await })
                 .await?;
             text.map(|t| decode(&t)).transpose()
+        })
+    }
+
+    fn touch_session<'a>(&'a self, key: &'a SessionKey, ttl: Duration) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let k = format!("{}:caps", self.session_tag(&key.route, &key.session));
+            self.run(|mut c| async move {
+                redis::cmd("PEXPIRE")
+                    .arg(&k)
+                    .arg(millis(ttl))
+                    .query_async::<()>(&mut c)
+                    .await
+            })
+            .await
         })
     }
 
@@ -619,7 +683,9 @@ impl StateStore for RedisStore {
                     }
                 }))
                 .await;
-                done.into_iter().collect::<redis::RedisResult<Vec<()>>>().map(|_| ())
+                done.into_iter()
+                    .collect::<redis::RedisResult<Vec<()>>>()
+                    .map(|_| ())
             })
             .await
         })
@@ -645,7 +711,9 @@ impl StateStore for RedisStore {
                     }
                 }))
                 .await;
-                done.into_iter().collect::<redis::RedisResult<Vec<()>>>().map(|_| ())
+                done.into_iter()
+                    .collect::<redis::RedisResult<Vec<()>>>()
+                    .map(|_| ())
             })
             .await
         })

@@ -391,7 +391,9 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
             // A server request or notification: tied to the session, and associated only when
             // a client request is in flight (SEP-2260).
             let busy = in_flight.lock().map(|m| !m.is_empty()).unwrap_or(false);
-            enforcer.begin_stdio(route.clone(), &envelope).unsolicited(busy)
+            enforcer
+                .begin_stdio(route.clone(), &envelope)
+                .unsolicited(busy)
         });
         match enforcer.judge_server_text(&ex, &line, &channel).await {
             Judged::Plain | Judged::Read(_, ServerVerdict::Keep) => {
@@ -421,7 +423,11 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
                             |mut map| {
                                 named
                                     .iter()
-                                    .filter_map(|id| map.remove(&canonical_id(id))?.request_id().map(ToOwned::to_owned))
+                                    .filter_map(|id| {
+                                        map.remove(&canonical_id(id))?
+                                            .request_id()
+                                            .map(ToOwned::to_owned)
+                                    })
                                     .collect()
                             },
                         ),

@@ -120,7 +120,10 @@ fn manifest_config() -> String {
         "/deploy/kubernetes/elicitgate.yaml"
     ))
     .unwrap();
-    let start = manifest.find("elicitgate.yaml: |\n").expect("embedded config") + 19;
+    let start = manifest
+        .find("elicitgate.yaml: |\n")
+        .expect("embedded config")
+        + 19;
     manifest[start..]
         .lines()
         .take_while(|l| l.starts_with("    ") || l.is_empty())
@@ -153,11 +156,21 @@ fn the_shipped_manifest_is_valid_for_the_replicas_it_runs() {
     let out = Command::new(BIN)
         .args(["check-config", "--config"])
         .arg(&path)
-        .env("ELICITGATE__STATE__REDIS__URL", "redis://redis.default.svc:6379/0")
-        .env("ELICITGATE__AUDIT__SALT", "0123456789abcdef0123456789abcdef")
+        .env(
+            "ELICITGATE__STATE__REDIS__URL",
+            "redis://redis.default.svc:6379/0",
+        )
+        .env(
+            "ELICITGATE__AUDIT__SALT",
+            "0123456789abcdef0123456789abcdef",
+        )
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for var in ["ELICITGATE__STATE__REDIS__URL", "ELICITGATE__AUDIT__SALT"] {
         assert!(manifest.contains(var), "the pod gets {var} from the Secret");
     }

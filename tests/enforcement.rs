@@ -10,6 +10,7 @@ use common::*;
 use http::{Request, StatusCode};
 use http_body_util::Full;
 use serde_json::{json, Value};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Waits (bounded) for the gateway's own answer to the server for `id`.
@@ -592,6 +593,85 @@ async fn a_body_the_gateway_cannot_read_is_refused_not_forwarded() {
         upstream.requests().len(),
         before,
         "nothing reached the server"
+    );
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_delete_the_server_refuses_changes_nothing_and_an_undelivered_answer_stays_pending() {
+    let broken = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let upstream = {
+        let broken = broken.clone();
+        MockUpstream::start(move |seen| {
+            let msg = body_json(seen);
+            match (seen.method.as_str(), msg["method"].as_str()) {
+                ("POST", Some("initialize")) => {
+                    let mut r = full(StatusCode::OK, "application/json",
+                        json!({"jsonrpc":"2.0","id":msg["id"],"result":{"protocolVersion":"2025-11-25","capabilities":{}}}).to_string());
+                    r.headers_mut().insert("mcp-session-id", "s-1".parse().unwrap());
+                    r
+                }
+                ("POST", Some("tools/call")) => full(StatusCode::OK, "text/event-stream",
+                    sse(&[form("f-1", "Pick a region", json!({"region":{"type":"string"}}))])),
+                // The server refuses to end the session.
+                ("DELETE", _) => full(StatusCode::FORBIDDEN, "", ""),
+                ("POST", None) if broken.load(std::sync::atomic::Ordering::SeqCst) => {
+                    // The connection dies before any response: the answer never arrived.
+                    panic!("mock upstream: dropping the connection on purpose")
+                }
+                _ => full(StatusCode::ACCEPTED, "", ""),
+            }
+        })
+        .await
+    };
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    initialize(&gw, BOTH).await;
+    assert!(call_tool(&gw).await.contains("f-1"));
+    let mut delete = in_session(rpc_post(&gw.url(), ""));
+    *delete.method_mut() = http::Method::DELETE;
+    assert_eq!(send(delete).await.0, StatusCode::FORBIDDEN);
+    // Still pending after the refused DELETE; the first delivery fails.
+    broken.store(true, std::sync::atomic::Ordering::SeqCst);
+    let accept = json!({"action":"accept","content":{"region":"eu"}});
+    let (status, _) = answer(&gw, "f-1", accept.clone()).await;
+    assert_eq!(status, StatusCode::BAD_GATEWAY);
+    // The answer never reached the server: it is pending again, and accepted once.
+    broken.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(
+        answer(&gw, "f-1", accept.clone()).await.0,
+        StatusCode::ACCEPTED
+    );
+    assert_eq!(answer(&gw, "f-1", accept).await.0, StatusCode::BAD_REQUEST);
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_session_named_two_ways_is_refused() {
+    let upstream = legacy_server(|_| sse(&[])).await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#;
+    for query in [
+        "?sessionId=victim",
+        "?session_id=mine&session_id=victim",
+        "?sessionId=a&session_id=b",
+    ] {
+        let url = format!("{}{query}", gw.url());
+        let mut req = rpc_post(&url, call);
+        if query == "?sessionId=victim" {
+            req.headers_mut()
+                .insert("mcp-session-id", "mine".parse().unwrap());
+        }
+        let (status, _, body) = send(req).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}");
+        assert_eq!(
+            json(&body)["error"]["data"]["detail"],
+            "session.ambiguous",
+            "{query}"
+        );
+    }
+    assert!(
+        upstream.requests().iter().all(|r| r.method != "POST"),
+        "nothing ambiguous reached the server"
     );
     gw.shutdown().await;
 }

@@ -66,7 +66,12 @@ fn jwt_config(upstream: &str, jwks: &str) -> String {
     )
 }
 
-async fn post_as(gw: &TestGateway, token: Option<&str>, session: bool, body: &str) -> (StatusCode, http::HeaderMap, Value) {
+async fn post_as(
+    gw: &TestGateway,
+    token: Option<&str>,
+    session: bool,
+    body: &str,
+) -> (StatusCode, http::HeaderMap, Value) {
     let mut req = rpc_post(&gw.url(), body);
     if session {
         req = in_session(req);
@@ -90,14 +95,23 @@ async fn missing_and_bad_tokens_get_401_with_a_bearer_challenge() {
     let jwks = dir.path().join("jwks.json");
     std::fs::write(&jwks, json!({"keys":[key.jwk]}).to_string()).unwrap();
     let upstream = legacy_server(|_| sse(&[])).await;
-    let gw = gateway(&jwt_config(&upstream.url("/mcp"), &format!("jwks_file: \"{}\"", jwks.display()))).await;
+    let gw = gateway(&jwt_config(
+        &upstream.url("/mcp"),
+        &format!("jwks_file: \"{}\"", jwks.display()),
+    ))
+    .await;
 
     let (status, headers, body) = post_as(&gw, None, false, INIT).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     let challenge = headers["www-authenticate"].to_str().unwrap();
     assert!(challenge.starts_with("Bearer "), "{challenge}");
-    assert!(challenge.contains("resource_metadata=\"https://gateway.test/.well-known/oauth-protected-resource\""));
-    assert!(!challenge.contains("invalid_token"), "no token is not an invalid one");
+    assert!(challenge.contains(
+        "resource_metadata=\"https://gateway.test/.well-known/oauth-protected-resource\""
+    ));
+    assert!(
+        !challenge.contains("invalid_token"),
+        "no token is not an invalid one"
+    );
     assert_eq!(body["id"], 0);
 
     let other = signing_key("k1");
@@ -122,13 +136,26 @@ async fn missing_and_bad_tokens_get_401_with_a_bearer_challenge() {
         &EncodingKey::from_secret(key.jwk.to_string().as_bytes()),
     )
     .unwrap();
-    assert_eq!(post_as(&gw, Some(&confused), false, INIT).await.0, StatusCode::UNAUTHORIZED);
-    assert_eq!(upstream.requests().len(), 0, "nothing unauthenticated reached the server");
+    assert_eq!(
+        post_as(&gw, Some(&confused), false, INIT).await.0,
+        StatusCode::UNAUTHORIZED
+    );
+    assert_eq!(
+        upstream.requests().len(),
+        0,
+        "nothing unauthenticated reached the server"
+    );
 
     let good = token(&key, claims("alice", json!({})));
-    assert_eq!(post_as(&gw, Some(&good), false, INIT).await.0, StatusCode::OK);
+    assert_eq!(
+        post_as(&gw, Some(&good), false, INIT).await.0,
+        StatusCode::OK
+    );
     let m = metrics(gw.admin_addr).await;
-    assert!(m.contains("elicitgate_unauthenticated_total{reason=\"identity.token_missing\""), "{m}");
+    assert!(
+        m.contains("elicitgate_unauthenticated_total{reason=\"identity.token_missing\""),
+        "{m}"
+    );
     gw.shutdown().await;
 }
 
@@ -139,20 +166,36 @@ async fn a_session_belongs_to_its_principal_and_answers_come_from_whoever_was_as
     let jwks = dir.path().join("jwks.json");
     std::fs::write(&jwks, json!({"keys":[key.jwk]}).to_string()).unwrap();
     let upstream = legacy_server(|_| {
-        sse(&[form("f-1", "Pick a region", json!({"region":{"type":"string"}}))])
+        sse(&[form(
+            "f-1",
+            "Pick a region",
+            json!({"region":{"type":"string"}}),
+        )])
     })
     .await;
-    let gw = gateway(&jwt_config(&upstream.url("/mcp"), &format!("jwks_file: \"{}\"", jwks.display()))).await;
+    let gw = gateway(&jwt_config(
+        &upstream.url("/mcp"),
+        &format!("jwks_file: \"{}\"", jwks.display()),
+    ))
+    .await;
     let alice = token(&key, claims("alice", json!({})));
     let mallory = token(&key, claims("mallory", json!({})));
-    assert_eq!(post_as(&gw, Some(&alice), false, INIT).await.0, StatusCode::OK);
+    assert_eq!(
+        post_as(&gw, Some(&alice), false, INIT).await.0,
+        StatusCode::OK
+    );
 
     // Alice's session, used with Mallory's (valid) token: refused and audited.
     let (status, _, body) = post_as(&gw, Some(&mallory), true, CALL).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     assert_eq!(body["error"]["data"]["rules"], json!(["session.mismatch"]));
     let refused = gw.audit_of("message.refused").await;
-    assert!(refused.iter().any(|e| e["rules"] == json!(["session.mismatch"])), "{refused:?}");
+    assert!(
+        refused
+            .iter()
+            .any(|e| e["rules"] == json!(["session.mismatch"])),
+        "{refused:?}"
+    );
     let seen_calls = upstream
         .requests()
         .iter()
@@ -162,11 +205,16 @@ async fn a_session_belongs_to_its_principal_and_answers_come_from_whoever_was_as
     assert_eq!(seen_calls, 0, "the hijacked call never reached the server");
 
     // Alice, with a refreshed token (new iat/exp), is still Alice.
-    let alice_again = token(&key, claims("alice", json!({"iat": now() + 1, "exp": now() + 900})));
+    let alice_again = token(
+        &key,
+        claims("alice", json!({"iat": now() + 1, "exp": now() + 900})),
+    );
     let (status, _, _) = post_as(&gw, Some(&alice_again), true, CALL).await;
     assert_eq!(status, StatusCode::OK);
     // Mallory cannot answer Alice's elicitation.
-    let answer = json!({"jsonrpc":"2.0","id":"f-1","result":{"action":"accept","content":{"region":"eu"}}}).to_string();
+    let answer =
+        json!({"jsonrpc":"2.0","id":"f-1","result":{"action":"accept","content":{"region":"eu"}}})
+            .to_string();
     let (status, _, body) = post_as(&gw, Some(&mallory), true, &answer).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
     // Alice can.
@@ -208,7 +256,11 @@ async fn per_principal_memory_survives_token_refresh_and_retries_belong_to_their
     let jwks = dir.path().join("jwks.json");
     std::fs::write(&jwks, json!({"keys":[key.jwk]}).to_string()).unwrap();
     let upstream = asking_server().await;
-    let gw = gateway(&jwt_config(&upstream.url("/mcp"), &format!("jwks_file: \"{}\"", jwks.display()))).await;
+    let gw = gateway(&jwt_config(
+        &upstream.url("/mcp"),
+        &format!("jwks_file: \"{}\"", jwks.display()),
+    ))
+    .await;
     let alice = token(&key, claims("alice", json!({})));
     let bob = token(&key, claims("bob", json!({})));
 
@@ -216,19 +268,38 @@ async fn per_principal_memory_survives_token_refresh_and_retries_belong_to_their
     let rs = asked["result"]["requestState"].as_str().unwrap().to_owned();
     // Bob cannot answer what Alice was asked.
     let accept = json!({"region":{"action":"accept","content":{"region":"eu"}}});
-    let (status, _, body) = post_as(&gw, Some(&bob), false, &modern(json!({"requestState":rs,"inputResponses":accept}))).await;
+    let (status, _, body) = post_as(
+        &gw,
+        Some(&bob),
+        false,
+        &modern(json!({"requestState":rs,"inputResponses":accept})),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     assert_eq!(body["error"]["data"]["rules"], json!(["session.mismatch"]));
     // Alice declines.
     let decline = json!({"region":{"action":"decline"}});
-    let (status, _, body) = post_as(&gw, Some(&alice), false, &modern(json!({"requestState":rs,"inputResponses":decline}))).await;
+    let (status, _, body) = post_as(
+        &gw,
+        Some(&alice),
+        false,
+        &modern(json!({"requestState":rs,"inputResponses":decline})),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK, "{body}");
     // Alice, with a refreshed token, is not asked the same again; Bob is.
     let alice_again = token(&key, claims("alice", json!({"exp": now() + 900})));
     let (_, _, again) = post_as(&gw, Some(&alice_again), false, &modern(json!({}))).await;
-    assert_eq!(again["error"]["data"]["rules"], json!(["repeat.after_decline"]), "{again}");
+    assert_eq!(
+        again["error"]["data"]["rules"],
+        json!(["repeat.after_decline"]),
+        "{again}"
+    );
     let (_, _, for_bob) = post_as(&gw, Some(&bob), false, &modern(json!({}))).await;
-    assert_eq!(for_bob["result"]["resultType"], "input_required", "{for_bob}");
+    assert_eq!(
+        for_bob["result"]["resultType"], "input_required",
+        "{for_bob}"
+    );
     gw.shutdown().await;
 }
 
@@ -240,18 +311,28 @@ async fn a_rotated_key_is_picked_up_from_the_jwks_url() {
     let jwks = {
         let published = published.clone();
         MockUpstream::start(move |_| {
-            full(StatusCode::OK, "application/json", published.lock().unwrap().to_string())
+            full(
+                StatusCode::OK,
+                "application/json",
+                published.lock().unwrap().to_string(),
+            )
         })
         .await
     };
     let upstream = legacy_server(|_| sse(&[])).await;
     let gw = gateway(&jwt_config(
         &upstream.url("/mcp"),
-        &format!("jwks_url: \"{}\"\n    jwks_refresh: 10s", jwks.url("/jwks.json")),
+        &format!(
+            "jwks_url: \"{}\"\n    jwks_refresh: 10s",
+            jwks.url("/jwks.json")
+        ),
     ))
     .await;
     let with_old = token(&old, claims("alice", json!({})));
-    assert_eq!(post_as(&gw, Some(&with_old), false, INIT).await.0, StatusCode::OK);
+    assert_eq!(
+        post_as(&gw, Some(&with_old), false, INIT).await.0,
+        StatusCode::OK
+    );
     // The issuer rotates: a token with the new key id triggers an early refresh.
     *published.lock().unwrap() = json!({"keys":[old.jwk, new.jwk]});
     let with_new = token(&new, claims("alice", json!({})));
@@ -276,7 +357,8 @@ async fn a_user_header_is_believed_only_from_trusted_proxies() {
     ))
     .await;
     let mut req = rpc_post(&trusted.url(), INIT);
-    req.headers_mut().insert("x-authenticated-user", "alice@example.com".parse().unwrap());
+    req.headers_mut()
+        .insert("x-authenticated-user", "alice@example.com".parse().unwrap());
     assert_eq!(send(req).await.0, StatusCode::OK);
     let (status, headers, _) = send(rpc_post(&trusted.url(), INIT)).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "no user header");
@@ -289,7 +371,33 @@ async fn a_user_header_is_believed_only_from_trusted_proxies() {
     ))
     .await;
     let mut req = rpc_post(&untrusted.url(), INIT);
-    req.headers_mut().insert("x-forwarded-user", "alice@example.com".parse().unwrap());
-    assert_eq!(send(req).await.0, StatusCode::UNAUTHORIZED, "a header from an untrusted peer");
+    req.headers_mut()
+        .insert("x-forwarded-user", "alice@example.com".parse().unwrap());
+    assert_eq!(
+        send(req).await.0,
+        StatusCode::UNAUTHORIZED,
+        "a header from an untrusted peer"
+    );
     untrusted.shutdown().await;
+}
+
+#[tokio::test]
+async fn with_identity_on_an_unknown_session_is_not_found_not_anyones() {
+    let key = signing_key("k1");
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, json!({"keys":[key.jwk]}).to_string()).unwrap();
+    let upstream = legacy_server(|_| sse(&[])).await;
+    let gw = gateway(&jwt_config(
+        &upstream.url("/mcp"),
+        &format!("jwks_file: \"{}\"", jwks.display()),
+    ))
+    .await;
+    let alice = token(&key, claims("alice", json!({})));
+    // Session `s-1` was never created through the gateway (or expired): 404, so the client
+    // starts a new session, instead of anyone holding the id being let in.
+    let (status, _, body) = post_as(&gw, Some(&alice), true, CALL).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    assert_eq!(body["error"]["data"]["rules"], json!(["session.mismatch"]));
+    gw.shutdown().await;
 }

@@ -99,7 +99,11 @@ fn http_get(port: u16, path: &str) -> Option<String> {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    write!(s, "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").ok()?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out)
@@ -139,7 +143,13 @@ impl Nginx {
         .unwrap();
         let nginx = ["/usr/sbin/nginx", "nginx"]
             .into_iter()
-            .find(|n| Command::new(n).arg("-v").stderr(Stdio::null()).status().is_ok())
+            .find(|n| {
+                Command::new(n)
+                    .arg("-v")
+                    .stderr(Stdio::null())
+                    .status()
+                    .is_ok()
+            })
             .expect("nginx not installed: run .ci/run (it installs Debian's nginx)");
         let child = Command::new(nginx)
             .arg("-c")
@@ -150,12 +160,14 @@ impl Nginx {
             .stderr(Stdio::null())
             .spawn()
             .expect("nginx");
+        let nginx = Self { port, child };
         for _ in 0..200 {
             if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                return Self { port, child };
+                return nginx;
             }
             std::thread::sleep(Duration::from_millis(25));
         }
+        drop(nginx);
         panic!("nginx did not start");
     }
 
@@ -171,8 +183,17 @@ impl Drop for Nginx {
     }
 }
 
-async fn run(sdk: Sdk, url: &str, era: &str, tool: &str, answer: &str, content: Option<&str>) -> Value {
-    let mut args = vec!["--url", url, "--tool", tool, "--era", era, "--caps", "both", "--answer", answer];
+async fn run(
+    sdk: Sdk,
+    url: &str,
+    era: &str,
+    tool: &str,
+    answer: &str,
+    content: Option<&str>,
+) -> Value {
+    let mut args = vec![
+        "--url", url, "--tool", tool, "--era", era, "--caps", "both", "--answer", answer,
+    ];
     if let Some(c) = content {
         args.extend(["--content", c]);
     }
@@ -186,7 +207,11 @@ fn rules_of(out: &Value) -> Vec<String> {
         &out["error"]["data"]["rules"]
     };
     data.as_array()
-        .map(|r| r.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -207,34 +232,76 @@ async fn three_replicas_behind_round_robin_serve_sdk_clients_as_one_gateway() {
     for sdk in [Sdk::Python, Sdk::Node] {
         let out = run(sdk, &url, "legacy", "deploy", "accept", Some(staging)).await;
         assert_eq!(out["ok"], true, "{sdk:?}: {out}");
-        assert_eq!(out["elicitations"].as_array().map(Vec::len), Some(1), "{sdk:?}: {out}");
+        assert_eq!(
+            out["elicitations"].as_array().map(Vec::len),
+            Some(1),
+            "{sdk:?}: {out}"
+        );
         assert_eq!(out["result"]["action"], "accept", "{sdk:?}: {out}");
     }
     // A replica restarted between sessions (and mid-run for the others) changes nothing.
     replicas[1].restart();
     // 2026-07-28: the retry lands on another replica and is accepted once.
-    let out = run(Sdk::Python, &url, "modern", "deploy", "accept", Some(staging)).await;
+    let out = run(
+        Sdk::Python,
+        &url,
+        "modern",
+        "deploy",
+        "accept",
+        Some(staging),
+    )
+    .await;
     assert_eq!(out["ok"], true, "{out}");
     assert_eq!(out["result"]["action"], "accept", "{out}");
 
     // Every replica served part of it, and none refused a benign answer.
     for (i, r) in replicas.iter().enumerate() {
-        assert!(r.total("elicitgate_requests_total", "") > 0.0, "replica {i} got no traffic");
-        assert_eq!(r.total("elicitgate_response_rejections_total", ""), 0.0, "replica {i}");
+        assert!(
+            r.total("elicitgate_requests_total", "") > 0.0,
+            "replica {i} got no traffic"
+        );
+        assert_eq!(
+            r.total("elicitgate_response_rejections_total", ""),
+            0.0,
+            "replica {i}"
+        );
     }
 
     // Repeat memory is per principal and holds across replicas: the user declines through
     // one session; a new session (another SDK, other replicas) is not asked the same again.
     let out = run(Sdk::Python, &url, "legacy", "github_user", "decline", None).await;
     assert_eq!(out["result"]["action"], "decline", "{out}");
-    let out = run(Sdk::Node, &url, "legacy", "github_user", "accept", Some(r#"{"username":"octo"}"#)).await;
-    assert!(rules_of(&out).contains(&"repeat.after_decline".to_owned()), "{out}");
-    assert_eq!(out["elicitations"].as_array().map(Vec::len), Some(0), "{out}");
+    let out = run(
+        Sdk::Node,
+        &url,
+        "legacy",
+        "github_user",
+        "accept",
+        Some(r#"{"username":"octo"}"#),
+    )
+    .await;
+    assert!(
+        rules_of(&out).contains(&"repeat.after_decline".to_owned()),
+        "{out}"
+    );
+    assert_eq!(
+        out["elicitations"].as_array().map(Vec::len),
+        Some(0),
+        "{out}"
+    );
 
     // The rate limit (8 a minute for the user) counts on every replica together.
     let mut limited = false;
     for _ in 0..8 {
-        let out = run(Sdk::Python, &url, "legacy", "deploy", "accept", Some(staging)).await;
+        let out = run(
+            Sdk::Python,
+            &url,
+            "legacy",
+            "deploy",
+            "accept",
+            Some(staging),
+        )
+        .await;
         if rules_of(&out).contains(&"rate.limit".to_owned()) {
             limited = true;
             break;

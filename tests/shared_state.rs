@@ -30,7 +30,9 @@ fn record(scope: &str) -> PendingRecord {
     PendingRecord {
         asked: AskedElicitation {
             mode: elicitgate::elicitation::Mode::Form,
-            requested_schema: Some(json!({"type":"object","properties":{"region":{"type":"string"}}})),
+            requested_schema: Some(
+                json!({"type":"object","properties":{"region":{"type":"string"}}}),
+            ),
             elicitation_id: None,
             key: None,
             fingerprint: 42,
@@ -59,7 +61,9 @@ async fn two_replicas_taking_one_answer_get_it_exactly_once() {
     let ttl = Duration::from_secs(60);
     for round in 0..50 {
         let key = pending_key(&format!("\"e-{round}\""));
-        a.put_pending(&key, &record("s:x"), ttl, None).await.unwrap();
+        a.put_pending(&key, &record("s:x"), ttl, None)
+            .await
+            .unwrap();
         let (ka, kb) = (key.clone(), key.clone());
         let (sa, sb) = (a.clone(), b.clone());
         let ta = tokio::spawn(async move { sa.take_pending(&ka, Take::Answer, ttl).await });
@@ -70,7 +74,10 @@ async fn two_replicas_taking_one_answer_get_it_exactly_once() {
             .filter(|t| matches!(t, Taken::Pending(_)))
             .count();
         assert_eq!(won, 1, "round {round}: {outcomes:?}");
-        assert!(outcomes.contains(&Taken::Answered), "the loser sees a replay");
+        assert!(
+            outcomes.contains(&Taken::Answered),
+            "the loser sees a replay"
+        );
         // Release after an answer finds nothing: the server is not told twice.
         let released = b.take_pending(&key, Take::Release, ttl).await.unwrap();
         assert!(!matches!(released, Taken::Pending(_)), "{released:?}");
@@ -82,9 +89,14 @@ async fn two_replicas_taking_one_answer_get_it_exactly_once() {
         elicitation_id: "eid-1".into(),
     };
     assert_eq!(b.complete_url(&url).await.unwrap(), Completion::Unknown);
-    a.put_url_ids(std::slice::from_ref(&url), ttl).await.unwrap();
+    a.put_url_ids(std::slice::from_ref(&url), ttl)
+        .await
+        .unwrap();
     assert_eq!(b.complete_url(&url).await.unwrap(), Completion::Completed);
-    assert_eq!(a.complete_url(&url).await.unwrap(), Completion::AlreadyCompleted);
+    assert_eq!(
+        a.complete_url(&url).await.unwrap(),
+        Completion::AlreadyCompleted
+    );
     let asked_key = AskedKey::RequestState {
         route: Arc::from("demo"),
         digest: [7; 32],
@@ -164,12 +176,22 @@ async fn call(gw: &TestGateway, name: &str) -> String {
 async fn round_trip_across(replicas: &[TestGateway], upstream: &MockUpstream) {
     initialize(&replicas[0], BOTH).await;
     let stream = call(&replicas[1 % replicas.len()], "form").await;
-    assert!(stream.contains("f-1"), "modes declared on another replica hold: {stream}");
+    assert!(
+        stream.contains("f-1"),
+        "modes declared on another replica hold: {stream}"
+    );
     let accept = json!({"action":"accept","content":{"region":"eu"}});
     let third = &replicas[2 % replicas.len()];
-    assert_eq!(answer(third, "f-1", accept.clone()).await.0, StatusCode::ACCEPTED);
+    assert_eq!(
+        answer(third, "f-1", accept.clone()).await.0,
+        StatusCode::ACCEPTED
+    );
     let (status, body) = answer(&replicas[0], "f-1", accept).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "a replay through another replica");
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "a replay through another replica"
+    );
     assert_eq!(body["error"]["data"]["rules"], json!(["response.unknown"]));
     let answers: Vec<Value> = upstream
         .requests()
@@ -185,7 +207,11 @@ async fn replicas_on_one_redis_share_sessions_answers_and_replays() {
     let redis = RedisServer::start();
     let upstream = form_server().await;
     let yaml = redis_config(&upstream, &format!("url: \"{}\"", redis.url()));
-    let replicas = [gateway(&yaml).await, gateway(&yaml).await, gateway(&yaml).await];
+    let replicas = [
+        gateway(&yaml).await,
+        gateway(&yaml).await,
+        gateway(&yaml).await,
+    ];
     round_trip_across(&replicas, &upstream).await;
     // An invalid answer through any replica is refused, and the server's call ended.
     let stream = call(&replicas[2], "form").await;
@@ -263,7 +289,11 @@ async fn wait_for_gauge(gw: &TestGateway, name: &str, want: f64) {
 async fn with_redis_down_ordinary_traffic_flows_and_state_fails_closed_until_it_is_back() {
     let mut redis = RedisServer::start();
     let upstream = form_server().await;
-    let gw = gateway(&redis_config(&upstream, &format!("url: \"{}\"", redis.url()))).await;
+    let gw = gateway(&redis_config(
+        &upstream,
+        &format!("url: \"{}\"", redis.url()),
+    ))
+    .await;
     initialize(&gw, BOTH).await;
     assert!(call(&gw, "form").await.contains("f-1"));
     wait_for_gauge(&gw, "elicitgate_state_store_up", 1.0).await;
@@ -283,14 +313,17 @@ async fn with_redis_down_ordinary_traffic_flows_and_state_fails_closed_until_it_
     assert!(!stream.contains("Pick a region"), "{stream}");
     let blocked = gw.audit_of("elicitation.blocked").await;
     assert!(
-        blocked
-            .iter()
-            .any(|e| e["rules"].as_array().is_some_and(|r| r.contains(&json!("state.unavailable")))),
+        blocked.iter().any(|e| e["rules"]
+            .as_array()
+            .is_some_and(|r| r.contains(&json!("state.unavailable")))),
         "{blocked:?}"
     );
     wait_for_gauge(&gw, "elicitgate_state_store_up", 0.0).await;
     let m = metrics(gw.admin_addr).await;
-    assert!(m.contains("elicitgate_state_store_errors_total{operation=\""), "{m}");
+    assert!(
+        m.contains("elicitgate_state_store_errors_total{operation=\""),
+        "{m}"
+    );
 
     redis.restart();
     // Recovery needs nobody: the health check and the next operation reconnect.
@@ -358,7 +391,11 @@ async fn anonymous_2026_users_behind_one_address_are_not_one_user() {
     anonymous_users_do_not_share_declines(&gw).await;
     gw.shutdown().await;
     let redis = RedisServer::start();
-    let gw = gateway(&redis_config(&upstream, &format!("url: \"{}\"", redis.url()))).await;
+    let gw = gateway(&redis_config(
+        &upstream,
+        &format!("url: \"{}\"", redis.url()),
+    ))
+    .await;
     anonymous_users_do_not_share_declines(&gw).await;
     gw.shutdown().await;
 }

@@ -21,11 +21,48 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// An answer taken from the store for the exchange that carries it to the server: put back
+/// if it never gets there.
+pub struct Consumed {
+    key: PendingKey,
+    record: super::store::PendingRecord,
+    release: std::sync::Mutex<Option<super::releases::Release>>,
+}
+
 impl Enforcer {
+    /// The client's answer taken by this exchange never reached the server (the upstream
+    /// could not be reached): the elicitation is pending again, so the client may answer
+    /// again and the server's call is still ended if nobody does.
+    pub async fn undelivered(&self, ex: &Exchange) {
+        let Some(taken) = ex.taken.as_ref() else {
+            return;
+        };
+        let remaining = Duration::from_millis(
+            taken
+                .record
+                .deadline_ms
+                .saturating_sub(super::store::wall_ms()),
+        );
+        if remaining.is_zero() {
+            return;
+        }
+        let put = self
+            .store
+            .put_pending(&taken.key, &taken.record, remaining, None)
+            .await;
+        if self.noted("put_pending", put).is_ok() {
+            let release = taken.release.lock().ok().and_then(|mut r| r.take());
+            if let Some(release) = release {
+                let due = self.releases.insert(taken.key.clone(), release, remaining);
+                self.release(due).await;
+            }
+        }
+    }
+
     /// A legacy client's JSON-RPC response: is it the answer to a pending elicitation?
     pub(super) async fn on_client_answer(
         &self,
-        ex: &Exchange,
+        ex: &mut Exchange,
         policy: &Policy,
         message: &Value,
         body: Bytes,
@@ -77,17 +114,23 @@ impl Enforcer {
                 };
             }
         };
-        // This process no longer owes the server a release for it (if it held one).
-        self.releases.remove(&key);
-        let waited = Duration::from_millis(
-            super::store::wall_ms().saturating_sub(pending.asked_at_ms),
-        );
+        // This process no longer owes the server a release for it (if it held one) — unless
+        // the answer cannot be delivered ([`Enforcer::undelivered`]).
+        let release = self.releases.remove(&key);
+        ex.taken = Some(Arc::new(Consumed {
+            key: key.clone(),
+            record: (*pending).clone(),
+            release: std::sync::Mutex::new(release),
+        }));
+        let waited =
+            Duration::from_millis(super::store::wall_ms().saturating_sub(pending.asked_at_ms));
         if let (Some(asked_by), Some(answering)) =
             (pending.principal.as_deref(), ex.verified_principal())
         {
             if asked_by != &**answering {
                 let verdict = inspect::session_mismatch(policy, "response");
-                self.recorder.answer_rejected(ex, Some(pending.mode), &verdict);
+                self.recorder
+                    .answer_rejected(ex, Some(pending.mode), &verdict);
                 if verdict.is_deny() {
                     return ClientVerdict::Substitute {
                         body: answer_error(&verdict).response(Some(id)),

@@ -175,8 +175,25 @@ impl StreamJudge {
             self.exchange.clone(),
             self.channel.clone(),
         );
+        let judging = async move { enforcer.judge_server_text(&exchange, &text, &channel).await };
+        // The judgment runs as its own task: a client that leaves mid-judgment (the relay
+        // dropped) must not cut it between recording an elicitation and holding the means to
+        // end its server's call.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return Step::Wait(Box::pin(async move {
+                Outcome {
+                    id,
+                    raw,
+                    what: Finished::Judged(judging.await),
+                }
+            }));
+        };
+        let task = runtime.spawn(judging);
         Step::Wait(Box::pin(async move {
-            let judged = enforcer.judge_server_text(&exchange, &text, &channel).await;
+            let judged = task.await.unwrap_or(Judged::Read(
+                Value::Null,
+                ServerVerdict::Refuse("judge.failed"),
+            ));
             Outcome {
                 id,
                 raw,
@@ -201,7 +218,8 @@ impl StreamJudge {
                     message.get("method").and_then(Value::as_str),
                     message.get("id"),
                 ) {
-                    self.forwarded.push(self.enforcer.pending_key(&self.exchange, id));
+                    self.forwarded
+                        .push(self.enforcer.pending_key(&self.exchange, id));
                 }
                 self.note_response_value(&message);
                 Some(raw)
@@ -345,8 +363,11 @@ impl StreamJudge {
         };
         let enforcer = self.enforcer.clone();
         let route = self.exchange.route_name.clone();
+        let owner = self.exchange.verified_principal().cloned();
         Step::Wait(Box::pin(async move {
-            enforcer.announce_session(&route, &session).await;
+            enforcer
+                .announce_session(&route, &session, owner.as_ref())
+                .await;
             Outcome {
                 id,
                 raw,

@@ -161,6 +161,11 @@ impl StateStore for MemoryStore {
         ready(found)
     }
 
+    fn touch_session<'a>(&'a self, key: &'a SessionKey, ttl: Duration) -> StoreFuture<'a, ()> {
+        self.tables().sessions.touch(key, Instant::now(), ttl);
+        ready(())
+    }
+
     fn end_session<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, ()> {
         let mut t = self.tables();
         t.sessions.remove(key, Instant::now());
@@ -184,8 +189,13 @@ impl StateStore for MemoryStore {
             t.url_ids.insert(url.clone(), false, now, ttl);
         }
         let weight = record.weight();
-        t.pending
-            .insert_weighted(key.clone(), record.clone(), weight, now, ttl + RELEASE_GRACE);
+        t.pending.insert_weighted(
+            key.clone(),
+            record.clone(),
+            weight,
+            now,
+            ttl + RELEASE_GRACE,
+        );
         // Evicted to make room: their servers are told by the caller. (Expired ones are
         // found by the caller's own release table.)
         let evicted = t
@@ -263,9 +273,13 @@ impl StateStore for MemoryStore {
         ttl: Duration,
     ) -> StoreFuture<'a, ()> {
         let weight = record.weight();
-        self.tables()
-            .asked
-            .insert_weighted(key.clone(), record.clone(), weight, Instant::now(), ttl);
+        self.tables().asked.insert_weighted(
+            key.clone(),
+            record.clone(),
+            weight,
+            Instant::now(),
+            ttl,
+        );
         ready(())
     }
 
@@ -362,8 +376,14 @@ mod tests {
         now_or_never(s.put_pending(&key("1"), &record(u64::MAX), ttl, None));
         let first = now_or_never(s.take_pending(&key("1"), Take::Answer, ttl));
         assert!(matches!(first, Taken::Pending(_)));
-        assert_eq!(now_or_never(s.take_pending(&key("1"), Take::Answer, ttl)), Taken::Answered);
-        assert_eq!(now_or_never(s.take_pending(&key("2"), Take::Answer, ttl)), Taken::Absent);
+        assert_eq!(
+            now_or_never(s.take_pending(&key("1"), Take::Answer, ttl)),
+            Taken::Answered
+        );
+        assert_eq!(
+            now_or_never(s.take_pending(&key("2"), Take::Answer, ttl)),
+            Taken::Absent
+        );
     }
 
     #[test]
@@ -371,7 +391,10 @@ mod tests {
         let s = store();
         let ttl = Duration::from_secs(60);
         now_or_never(s.put_pending(&key("1"), &record(1), ttl, None));
-        assert_eq!(now_or_never(s.take_pending(&key("1"), Take::Answer, ttl)), Taken::Absent);
+        assert_eq!(
+            now_or_never(s.take_pending(&key("1"), Take::Answer, ttl)),
+            Taken::Absent
+        );
         let released = now_or_never(s.take_pending(&key("1"), Take::Release, ttl));
         assert!(matches!(released, Taken::Pending(_)));
     }
@@ -398,6 +421,9 @@ mod tests {
         assert_eq!(now_or_never(s.complete_url(&k)), Completion::Unknown);
         now_or_never(s.put_url_ids(std::slice::from_ref(&k), Duration::from_secs(9)));
         assert_eq!(now_or_never(s.complete_url(&k)), Completion::Completed);
-        assert_eq!(now_or_never(s.complete_url(&k)), Completion::AlreadyCompleted);
+        assert_eq!(
+            now_or_never(s.complete_url(&k)),
+            Completion::AlreadyCompleted
+        );
     }
 }

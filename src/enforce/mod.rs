@@ -63,6 +63,9 @@ pub struct Exchange {
     upstream_label: Arc<str>,
     era: Era,
     session: Option<Arc<str>>,
+    /// The request names its session in more than one way that could disagree (header and
+    /// query, or the query parameter twice): servers read one, the gateway cannot know which.
+    ambiguous_session: bool,
     /// Who sent the request ([`caller`]).
     caller: Caller,
     /// The 2026-07-28 retry chain, decided on first use ([`Exchange::chain`]).
@@ -85,6 +88,10 @@ pub struct Exchange {
     answer_headers: AnswerHeaders,
     /// A stdio exchange: one client, one session the gateway itself named.
     stdio: bool,
+    /// An HTTP DELETE (the client ends its session).
+    deletes: bool,
+    /// The pending elicitation this exchange's answer consumed (put back if undelivered).
+    taken: Option<Arc<answers::Consumed>>,
     /// An HTTP GET (a standalone or resumed stream): some clients read any successful GET
     /// body as an event stream.
     get: bool,
@@ -259,11 +266,19 @@ pub struct Enforcer {
     releases: Releases,
     /// Sessions' principals (identity on), so that a binding costs one store read per
     /// session and process, not one per request. `None`: the store knows no owner.
-    bindings: Mutex<TtlTable<SessionKey, Option<Scope>>>,
+    bindings: Mutex<TtlTable<SessionKey, Binding>>,
     session_ttl: Duration,
     pub recorder: Recorder,
     /// `limits.max_elicitations_per_response`.
     pub max_per_response: usize,
+}
+
+/// A session's owner as this process last read it, and when its stored record was last
+/// kept alive.
+#[derive(Clone)]
+struct Binding {
+    owner: Option<Scope>,
+    refreshed: Instant,
 }
 
 /// Request headers the gateway repeats when it answers the server on the client's behalf.
@@ -278,7 +293,7 @@ const SESSION_HEADER: usize = 0;
 const VERSION_HEADER: usize = 1;
 
 /// How long "this session has no known owner" is believed before the store is asked again.
-const UNBOUND_TTL: Duration = Duration::from_secs(10);
+const UNBOUND_TTL: Duration = Duration::from_secs(1);
 
 /// What the transport knows of one client request when enforcement begins.
 pub struct RequestFacts<'a> {
@@ -368,7 +383,10 @@ impl Enforcer {
     /// With the store unavailable the server is told anyway: a late error for an answered
     /// call is ignored by its server, a call left waiting is not.
     async fn release_if_pending(&self, key: &PendingKey, release: Release, reason: &'static str) {
-        let taken = self.store.take_pending(key, Take::Release, Duration::ZERO).await;
+        let taken = self
+            .store
+            .take_pending(key, Take::Release, Duration::ZERO)
+            .await;
         match self.noted("take_pending", taken) {
             Ok(Taken::Pending(_)) | Err(Unavailable) => self.release_one(release, reason),
             Ok(Taken::Answered | Taken::Absent) => {}
@@ -402,16 +420,7 @@ impl Enforcer {
             upstream_uri,
         } = facts;
         let answer_headers = AnswerHeaders::capture(headers);
-        // Streamable HTTP names the session in a header; the 2024-11-05 HTTP+SSE transport in
-        // the POST URI's query (`sessionId` in the TypeScript SDK, `session_id` in Python's).
-        let session = answer_headers
-            .text(SESSION_HEADER)
-            .map(Arc::from)
-            .or_else(|| {
-                url::form_urlencoded::parse(query.unwrap_or_default().as_bytes())
-                    .find(|(k, _)| k == "sessionId" || k == "session_id")
-                    .map(|(_, v)| Arc::from(v.as_ref()))
-            });
+        let (session, ambiguous_session) = session_of(answer_headers.text(SESSION_HEADER), query);
         let era = match answer_headers.text(VERSION_HEADER) {
             Some("2026-07-28") => Era::Stateless2026,
             Some("2025-06-18") | Some("2025-03-26") | Some("2024-11-05") => Era::Legacy2025_06,
@@ -422,6 +431,7 @@ impl Enforcer {
             upstream_label,
             era,
             session,
+            ambiguous_session,
             caller,
             chain: OnceLock::new(),
             request_id: envelope.id.clone(),
@@ -438,6 +448,8 @@ impl Enforcer {
             upstream_uri,
             answer_headers,
             stdio: false,
+            deletes: *method == Method::DELETE,
+            taken: None,
             get: *method == Method::GET,
         }
     }
@@ -449,6 +461,7 @@ impl Enforcer {
             upstream_label: Arc::from("stdio"),
             era: Era::Legacy2025_11,
             session: Some(Arc::from(STDIO_SESSION)),
+            ambiguous_session: false,
             caller: Caller::fixed("stdio"),
             chain: OnceLock::new(),
             request_id: envelope.id.clone(),
@@ -462,6 +475,8 @@ impl Enforcer {
             upstream_uri: http::Uri::default(),
             answer_headers: AnswerHeaders::default(),
             stdio: true,
+            deletes: false,
+            taken: None,
             get: false,
         }
     }
@@ -473,14 +488,22 @@ impl Enforcer {
         method: &Method,
         body: Bytes,
     ) -> ClientVerdict {
+        if ex.ambiguous_session {
+            // Streamable HTTP servers read the header, HTTP+SSE servers the query (the
+            // TypeScript SDK the first `sessionId`, Python's Starlette the last
+            // `session_id`): judged as one session, acted on as another. Refused.
+            self.recorder.refused(ex, "client", "session.ambiguous");
+            return ClientVerdict::Reject(invalid_message_rejection(
+                ex.request_id.as_deref(),
+                "session.ambiguous",
+            ));
+        }
         if let Some(refused) = self.check_binding(ex).await {
             return refused;
         }
         if *method == Method::DELETE {
-            if let Some(key) = ex.session_key() {
-                let ended = self.store.end_session(&key).await;
-                let _ = self.noted("end_session", ended);
-            }
+            // The session's state goes once the server confirms it ended the session
+            // ([`Enforcer::on_response_head`]): a DELETE the server refuses changes nothing.
             return ClientVerdict::Forward(body);
         }
         if *method == Method::POST && ex.kind == Kind::Batch && batch_carries_answers(&body) {
@@ -595,23 +618,44 @@ impl Enforcer {
     }
 
     /// Identity on: a request naming a legacy session must come from the principal that
-    /// created it (`session.mismatch`). The owner is read from the store once per session and
-    /// process, then cached. A store that cannot answer lets the request through (ordinary
-    /// traffic keeps flowing; what needs state fails closed where it is needed).
+    /// created it (`session.mismatch`, 403). A session the store knows no owner for (unknown,
+    /// expired, created before identity was on) is refused with 404, which MCP clients answer
+    /// by starting a new session; a store that cannot answer, with 503 (`state.unavailable`).
+    /// The owner is read once per session and process, then cached; the cached binding keeps
+    /// the stored record alive (a touch at most every quarter of `timeouts.session_idle`, off
+    /// the request path), so a session in use does not expire for want of elicitations.
     async fn check_binding(&self, ex: &Exchange) -> Option<ClientVerdict> {
         let principal = ex.verified_principal()?;
         let key = ex.session_key()?;
+        let now = Instant::now();
         let cached = {
             let bindings = self.bindings.lock().unwrap_or_else(|p| p.into_inner());
-            bindings.get(&key, Instant::now()).cloned()
+            bindings.get(&key, now).cloned()
         };
         let owner = match cached {
-            Some(owner) => owner,
+            Some(binding) => {
+                if binding.owner.is_some()
+                    && now.duration_since(binding.refreshed) >= self.session_ttl / 4
+                {
+                    self.refresh_binding(&key, binding.owner.clone());
+                }
+                binding.owner
+            }
             None => {
                 let found = self.store.session(&key).await;
                 let owner = match self.noted("session", found) {
                     Ok(record) => record.and_then(|r| r.principal).map(Scope::from),
-                    Err(Unavailable) => return None,
+                    Err(Unavailable) => {
+                        let policy = self.policy(&ex.route_name);
+                        let verdict = inspect::state_unavailable(&policy);
+                        self.recorder
+                            .client_refused(ex, &verdict, "state.unavailable");
+                        return verdict.is_deny().then(|| {
+                            let mut r = answers::rejection(ex.request_id.as_deref(), &verdict);
+                            r.status = StatusCode::SERVICE_UNAVAILABLE;
+                            ClientVerdict::Reject(r)
+                        });
+                    }
                 };
                 let ttl = if owner.is_some() {
                     self.session_ttl
@@ -622,23 +666,42 @@ impl Enforcer {
                 owner
             }
         };
-        let owner = owner?;
-        if &owner == principal {
+        if owner.as_ref() == Some(principal) {
             return None;
         }
         let policy = self.policy(&ex.route_name);
         let verdict = inspect::session_mismatch(&policy, "session");
-        self.recorder.client_refused(ex, &verdict, "session.mismatch");
+        let (reason, status) = match owner {
+            Some(_) => ("session.mismatch", StatusCode::FORBIDDEN),
+            None => ("session.unknown", StatusCode::NOT_FOUND),
+        };
+        self.recorder.client_refused(ex, &verdict, reason);
         verdict.is_deny().then(|| {
             let mut rejection = answers::rejection(ex.request_id.as_deref(), &verdict);
-            rejection.status = StatusCode::FORBIDDEN;
+            rejection.status = status;
             ClientVerdict::Reject(rejection)
         })
     }
 
+    /// Pushes a bound session's stored expiry out, in the background.
+    fn refresh_binding(&self, key: &SessionKey, owner: Option<Scope>) {
+        self.bind(key.clone(), owner, self.session_ttl);
+        let (store, key, ttl) = (self.store.clone(), key.clone(), self.session_ttl);
+        let recorder = self.recorder.clone();
+        server::spawn(async move {
+            if store.touch_session(&key, ttl).await.is_err() {
+                recorder.store_health(false, Some("touch_session"));
+            }
+        });
+    }
+
     fn bind(&self, key: SessionKey, owner: Option<Scope>, ttl: Duration) {
         let mut bindings = self.bindings.lock().unwrap_or_else(|p| p.into_inner());
-        bindings.insert(key, owner, Instant::now(), ttl);
+        let binding = Binding {
+            owner,
+            refreshed: Instant::now(),
+        };
+        bindings.insert(key, binding, Instant::now(), ttl);
     }
 
     /// A client body that cannot be read as the server would read it (transport stage):
@@ -674,7 +737,14 @@ impl Enforcer {
     /// never re-declared: only the server's new session gets the declaring client's modes.
     /// Awaited before the response goes out, so no replica can see the session before its
     /// record exists.
-    pub async fn on_response_head(&self, ex: &Exchange, headers: &HeaderMap) {
+    pub async fn on_response_head(&self, ex: &Exchange, status: StatusCode, headers: &HeaderMap) {
+        if ex.deletes {
+            if let (true, Some(key)) = (status.is_success(), ex.session_key()) {
+                let ended = self.store.end_session(&key).await;
+                let _ = self.noted("end_session", ended);
+            }
+            return;
+        }
         if ex.init_caps.is_none() || ex.session.is_some() {
             return;
         }
@@ -685,20 +755,23 @@ impl Enforcer {
 
     /// An HTTP+SSE server announced `session` in its `endpoint` event: the one `initialize`
     /// that may declare capabilities for it is the first one to arrive.
-    pub async fn announce_session(&self, route: &Arc<str>, session: &str) {
+    /// The session belongs to the principal that opened the stream (identity on).
+    pub async fn announce_session(&self, route: &Arc<str>, session: &str, owner: Option<&Scope>) {
         let key = SessionKey {
             route: route.clone(),
             session: Arc::from(session),
         };
         let record = SessionRecord {
             caps: None,
-            principal: None,
+            principal: owner.map(|p| p.to_string()),
         };
         let put = self
             .store
             .put_session(&key, record, self.session_ttl, true)
             .await;
-        let _ = self.noted("put_session", put);
+        if let Ok(true) = self.noted("put_session", put) {
+            self.bind(key, owner.cloned(), self.session_ttl);
+        }
     }
 
     /// Declares `ex`'s capabilities for an announced, not yet declared session.
@@ -762,6 +835,27 @@ impl Enforcer {
             }
         }
         self.gauges();
+    }
+}
+
+/// The session a request names, and whether it names it ambiguously. Streamable HTTP names
+/// it in `Mcp-Session-Id`; the 2024-11-05 HTTP+SSE transport in the POST URI's query
+/// (`sessionId` in the TypeScript SDK, `session_id` in Python's). More than one query value,
+/// or a header and a query value that differ, is ambiguous.
+fn session_of(header: Option<&str>, query: Option<&str>) -> (Option<Arc<str>>, bool) {
+    let mut in_query: Option<std::borrow::Cow<'_, str>> = None;
+    let mut ambiguous = false;
+    for (k, v) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
+        if k == "sessionId" || k == "session_id" {
+            ambiguous |= in_query.is_some();
+            in_query = Some(v);
+        }
+    }
+    match (header, in_query) {
+        (Some(h), Some(q)) => (Some(Arc::from(h)), ambiguous || h != q),
+        (Some(h), None) => (Some(Arc::from(h)), ambiguous),
+        (None, Some(q)) => (Some(Arc::from(q.as_ref())), ambiguous),
+        (None, None) => (None, ambiguous),
     }
 }
 

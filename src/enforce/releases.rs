@@ -49,15 +49,10 @@ impl Releases {
 
     /// The release for `key`, if this process holds it (its elicitation was answered or its
     /// stream ended).
+    /// (An expired entry is not returned: the table keeps it for the next sweep, which owes
+    /// its server the release.)
     pub fn remove(&self, key: &PendingKey) -> Option<Release> {
-        let mut table = self.table();
-        let now = Instant::now();
-        let found = table.remove(key, now);
-        if found.is_none() {
-            // An expired entry `remove` dropped is still owed: kept for the next sweep.
-            return None;
-        }
-        found
+        self.table().remove(key, Instant::now())
     }
 
     /// Releases whose time ran out (and any dropped since the last call).

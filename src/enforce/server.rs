@@ -32,7 +32,6 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-
 /// What [`Enforcer::judge_server_text`] found.
 pub enum Judged {
     /// The pre-scan proved it carries no elicitation: forward as is, unparsed.
@@ -302,7 +301,10 @@ impl Enforcer {
             principal: ex.verified_principal().map(|p| p.to_string()),
         };
         let key = self.pending_key(ex, id);
-        let put = self.store.put_pending(&key, &record, ttl, url.as_ref()).await;
+        let put = self
+            .store
+            .put_pending(&key, &record, ttl, url.as_ref())
+            .await;
         let evicted = match self.noted("put_pending", put) {
             Ok(evicted) => evicted,
             Err(store::Unavailable) => {
@@ -443,7 +445,12 @@ impl Enforcer {
             }),
             (None, None) => self.asked_key(ex, None),
         };
-        if let Some(key) = key {
+        let Some(key) = key else {
+            // Nowhere to remember it (a GET stream, an unknown method): its retry could not
+            // be checked, so it is not shown.
+            return ServerVerdict::Replace(blocked_value(ex, message, &[RuleId::RequestMalformed]));
+        };
+        {
             let record = AskedRecord {
                 entries,
                 asked_at_ms: store::wall_ms(),
@@ -451,7 +458,10 @@ impl Enforcer {
                 chain: ex.chain().to_string(),
                 principal: ex.verified_principal().map(|p| p.to_string()),
             };
-            let put = self.store.put_asked(&key, &record, policy.pending_ttl()).await;
+            let put = self
+                .store
+                .put_asked(&key, &record, policy.pending_ttl())
+                .await;
             if self.noted("put_asked", put).is_err() {
                 return ServerVerdict::Replace(blocked_value(
                     ex,
@@ -468,7 +478,9 @@ impl Enforcer {
         let policy = self.policy(&ex.route_name);
         // A 2026-07-28 client declares its modes on each request; a legacy one per session.
         let caps_from = match ex.era {
-            Era::Stateless2026 => CapsFrom::Request(ex.request_caps.unwrap_or_else(ClientCaps::none)),
+            Era::Stateless2026 => {
+                CapsFrom::Request(ex.request_caps.unwrap_or_else(ClientCaps::none))
+            }
             _ => CapsFrom::Session,
         };
         let views = elicitation::from_url_required_error(message);
@@ -504,7 +516,7 @@ impl Enforcer {
 
 /// Runs `work` on the current runtime (none: at once, on this thread — only tests and
 /// shutdown get there, and the memory store's futures are ready at once).
-fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static) {
+pub(super) fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static) {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
             handle.spawn(work);
@@ -542,4 +554,3 @@ fn blocked_value(ex: &Exchange, message: &Value, rules: &[RuleId]) -> Value {
 pub fn blocked_response(ex: &Exchange, rules: &[RuleId]) -> Bytes {
     ErrorObject::blocked(rules.iter().map(|r| r.as_str())).response(ex.request_id.as_deref())
 }
-

@@ -274,6 +274,9 @@ pub trait StateStore: Send + Sync {
     /// A session's record (for the principal binding), without touching its expiry.
     fn session<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, Option<SessionRecord>>;
 
+    /// Pushes a session's expiry `ttl` from now (a bound session in use).
+    fn touch_session<'a>(&'a self, key: &'a SessionKey, ttl: Duration) -> StoreFuture<'a, ()>;
+
     /// Forgets a session and what is pending in it (the client ended it).
     fn end_session<'a>(&'a self, key: &'a SessionKey) -> StoreFuture<'a, ()>;
 
@@ -317,11 +320,8 @@ pub trait StateStore: Send + Sync {
     fn take_asked<'a>(&'a self, key: &'a AskedKey) -> StoreFuture<'a, Option<AskedRecord>>;
 
     /// Remembers a decline or cancel for `window`.
-    fn remember_decline<'a>(
-        &'a self,
-        key: &'a DeclineKey,
-        window: Duration,
-    ) -> StoreFuture<'a, ()>;
+    fn remember_decline<'a>(&'a self, key: &'a DeclineKey, window: Duration)
+        -> StoreFuture<'a, ()>;
 
     /// A health check (one round trip) for the store gauge.
     fn ping(&self) -> StoreFuture<'_, ()> {

@@ -274,6 +274,9 @@ impl store::StateStore for FakeStore {
     fn session<'a>(&'a self, k: &'a SessionKey) -> store::StoreFuture<'a, Option<SessionRecord>> {
         self.pass(self.inner.session(k))
     }
+    fn touch_session<'a>(&'a self, k: &'a SessionKey, t: Duration) -> store::StoreFuture<'a, ()> {
+        self.pass(self.inner.touch_session(k, t))
+    }
     fn end_session<'a>(&'a self, k: &'a SessionKey) -> store::StoreFuture<'a, ()> {
         self.pass(self.inner.end_session(k))
     }
@@ -297,10 +300,17 @@ impl store::StateStore for FakeStore {
     fn forget_pending<'a>(&'a self, k: &'a [PendingKey]) -> store::StoreFuture<'a, ()> {
         self.pass(self.inner.forget_pending(k))
     }
-    fn put_url_ids<'a>(&'a self, k: &'a [store::UrlKey], t: Duration) -> store::StoreFuture<'a, ()> {
+    fn put_url_ids<'a>(
+        &'a self,
+        k: &'a [store::UrlKey],
+        t: Duration,
+    ) -> store::StoreFuture<'a, ()> {
         self.pass(self.inner.put_url_ids(k, t))
     }
-    fn complete_url<'a>(&'a self, k: &'a store::UrlKey) -> store::StoreFuture<'a, store::Completion> {
+    fn complete_url<'a>(
+        &'a self,
+        k: &'a store::UrlKey,
+    ) -> store::StoreFuture<'a, store::Completion> {
         self.pass(self.inner.complete_url(k))
     }
     fn put_asked<'a>(
@@ -354,7 +364,10 @@ fn ordinary_traffic_never_touches_the_store() {
         r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#,
         r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"no"}}"#,
     ] {
-        assert!(matches!(judge(&enforcer, &ex, &channel, text), ServerVerdict::Keep));
+        assert!(matches!(
+            judge(&enforcer, &ex, &channel, text),
+            ServerVerdict::Keep
+        ));
     }
     for text in [
         r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"t","arguments":{}}}"#,
@@ -367,7 +380,11 @@ fn ordinary_traffic_never_touches_the_store() {
             ClientVerdict::Forward(_)
         ));
     }
-    assert_eq!(store.calls(), after_initialize, "plain messages made no store call");
+    assert_eq!(
+        store.calls(),
+        after_initialize,
+        "plain messages made no store call"
+    );
     // An elicitation costs one read (facts) and one write (the pending record).
     judge(&enforcer, &ex, &channel, COLOUR);
     assert_eq!(store.calls(), after_initialize + 2);
@@ -381,9 +398,13 @@ fn a_store_that_cannot_answer_fails_closed_and_nothing_hangs() {
     let fake = Arc::new(FakeServer::default());
     let channel: ServerChannel = fake.clone();
     // Asked while the store works; answered while it is down.
-    assert!(matches!(judge(&enforcer, &ex, &channel, COLOUR), ServerVerdict::Keep));
+    assert!(matches!(
+        judge(&enforcer, &ex, &channel, COLOUR),
+        ServerVerdict::Keep
+    ));
     store.set_down(true);
-    let text = r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red"}}}"#;
+    let text =
+        r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red"}}}"#;
     let mut answering = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
     let ClientVerdict::Substitute { body, rejection } =
         now(enforcer.on_client_message(&mut answering, &Method::POST, Bytes::from(text)))
@@ -391,24 +412,38 @@ fn a_store_that_cannot_answer_fails_closed_and_nothing_hangs() {
         panic!("an answer that cannot be checked is not forwarded");
     };
     let to_server: Value = serde_json::from_slice(&body).unwrap();
-    assert_eq!(to_server["error"]["data"]["rules"], serde_json::json!(["state.unavailable"]));
+    assert_eq!(
+        to_server["error"]["data"]["rules"],
+        serde_json::json!(["state.unavailable"])
+    );
     assert_eq!(rejection.status, StatusCode::BAD_REQUEST);
     // A new elicitation is blocked, and its server answered.
     let again = COLOUR.replace("e-2", "e-3");
-    assert!(matches!(judge(&enforcer, &ex, &channel, &again), ServerVerdict::Drop));
+    assert!(matches!(
+        judge(&enforcer, &ex, &channel, &again),
+        ServerVerdict::Drop
+    ));
     let answers = fake.0.lock().unwrap();
     let rules = &answers.last().unwrap()["error"]["data"]["rules"];
     assert!(
-        rules.as_array().unwrap().contains(&serde_json::json!("state.unavailable")),
+        rules
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("state.unavailable")),
         "{rules}"
     );
     // A 2026-07-28 result carrying a form is replaced by the blocked-content error.
     let mut modern = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(b""));
     modern.era = Era::Stateless2026;
-    modern.request_caps = Some(ClientCaps::from_capabilities(&serde_json::json!({"elicitation":{"form":{}}})));
+    modern.request_caps = Some(ClientCaps::from_capabilities(
+        &serde_json::json!({"elicitation":{"form":{}}}),
+    ));
     let result = r#"{"jsonrpc":"2.0","id":9,"result":{"resultType":"input_required","requestState":"rs","inputRequests":{"k":{"method":"elicitation/create","params":{"mode":"form","message":"Pick a colour","requestedSchema":{"type":"object","properties":{"colour":{"type":"string"}}}}}}}}"#;
     let ServerVerdict::Replace(v) = judge(&enforcer, &modern, &channel, result) else {
         panic!("not replaced");
     };
-    assert_eq!(v["error"]["data"]["rules"], serde_json::json!(["state.unavailable"]));
+    assert_eq!(
+        v["error"]["data"]["rules"],
+        serde_json::json!(["state.unavailable"])
+    );
 }

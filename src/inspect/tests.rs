@@ -448,7 +448,12 @@ fn an_unavailable_store_fails_closed_with_its_own_rule() {
         ..ctx()
     };
     let colour = form(json!({"colour":{"type":"string"}}));
-    let v = judge_with(colour, ClientCaps::form_and_url(), down, &Policy::builtin_default());
+    let v = judge_with(
+        colour,
+        ClientCaps::form_and_url(),
+        down,
+        &Policy::builtin_default(),
+    );
     assert_eq!(v.denied_by, [RuleId::StateUnavailable]);
     assert!(state_unavailable(&Policy::builtin_default()).is_deny());
 }

@@ -345,7 +345,14 @@ impl Body for ResponseBody {
             ResponseBody::Full(data) => data.is_none(),
             ResponseBody::Relay(relay) => match (&relay.ahead, &relay.sse) {
                 (Some(ahead), _) => ahead.is_none(),
-                (None, Some(decoder)) => relay.upstream_done && decoder.buffered() == 0,
+                // A judged stream may still owe the client its end (a judgment in flight, the
+                // blocked-content error of `closing`): its end is the poll that returns None.
+                (None, Some(decoder)) => {
+                    relay.upstream_done
+                        && decoder.buffered() == 0
+                        && relay.judge.is_none()
+                        && relay.judging.is_none()
+                }
                 (None, None) => relay.upstream_done || relay.inner.is_end_stream(),
             },
         }

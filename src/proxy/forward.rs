@@ -135,7 +135,11 @@ async fn exchange(
         }
         Ok(Proven::Principal(principal)) => Caller::verified(principal, address),
         Err(refused) => {
-            gateway.metrics.unauthenticated.with_label_values(&[&route.name, refused.reason]).inc();
+            gateway
+                .metrics
+                .unauthenticated
+                .with_label_values(&[&route.name, refused.reason])
+                .inc();
             return Ok(respond::unauthenticated(&refused, envelope.id.as_deref()));
         }
     };
@@ -155,17 +159,16 @@ async fn exchange(
             return Ok(respond::rejection(rejection));
         }
     }
-    let (body, substitute_response) =
-        match enforcer
-            .on_client_message(&mut exchange, &parts.method, body)
-            .await
-        {
-            ClientVerdict::Forward(body) => (body, None),
-            ClientVerdict::Reject(rejection) => return Ok(respond::rejection(rejection)),
-            ClientVerdict::Substitute { body, rejection } => {
-                (body, Some(respond::rejection(rejection)))
-            }
-        };
+    let (body, substitute_response) = match enforcer
+        .on_client_message(&mut exchange, &parts.method, body)
+        .await
+    {
+        ClientVerdict::Forward(body) => (body, None),
+        ClientVerdict::Reject(rejection) => return Ok(respond::rejection(rejection)),
+        ClientVerdict::Substitute { body, rejection } => {
+            (body, Some(respond::rejection(rejection)))
+        }
+    };
 
     headers::to_upstream(&mut parts.headers, &conn.forwarded_for, conn.scheme);
     let mut upstream_request = Request::builder()
@@ -175,7 +178,14 @@ async fn exchange(
         .map_err(GatewayError::BadUpstreamRequest)?;
     *upstream_request.headers_mut() = parts.headers;
 
-    let (response, lease) = route.upstream.send(upstream_request).await?;
+    let (response, lease) = match route.upstream.send(upstream_request).await {
+        Ok(sent) => sent,
+        Err(e) => {
+            // An answer that never reached the server is pending again.
+            enforcer.undelivered(&exchange).await;
+            return Err(e);
+        }
+    };
     if let Some(substitute) = substitute_response {
         // The server got the gateway's error instead of the client's answer; the client
         // learns why its answer was refused.
@@ -185,7 +195,7 @@ async fn exchange(
         return Ok(substitute);
     }
     enforcer
-        .on_response_head(&exchange, response.headers())
+        .on_response_head(&exchange, response.status(), response.headers())
         .await;
     relay_response(gateway, route, response, lease, exchange).await
 }

@@ -174,13 +174,17 @@ impl StateSettings {
             errors.push("state.redis.key_prefix: 1 to 64 characters".into());
         }
         if r.key_prefix.contains(['{', '}']) {
-            errors.push("state.redis.key_prefix: must not contain `{` or `}` (Redis Cluster hash tags)".into());
+            errors.push(
+                "state.redis.key_prefix: must not contain `{` or `}` (Redis Cluster hash tags)"
+                    .into(),
+            );
         }
         if !(1..=64).contains(&r.connections) {
             errors.push("state.redis.connections: 1 to 64".into());
         }
         if r.timeout.is_zero() || r.connect_timeout.is_zero() {
-            errors.push("state.redis: `timeout` and `connect_timeout` must be longer than 0s".into());
+            errors
+                .push("state.redis: `timeout` and `connect_timeout` must be longer than 0s".into());
         }
     }
 }
@@ -199,11 +203,11 @@ impl IdentitySettings {
             IdentityMode::Jwt => {
                 let j = &self.jwt;
                 match (&j.jwks_file, &j.jwks_url) {
-                    (None, None) => errors.push(
-                        "identity.jwt: `mode: jwt` needs `jwks_file` or `jwks_url`".into(),
-                    ),
-                    (Some(_), Some(_)) => errors
-                        .push("identity.jwt: set `jwks_file` or `jwks_url`, not both".into()),
+                    (None, None) => errors
+                        .push("identity.jwt: `mode: jwt` needs `jwks_file` or `jwks_url`".into()),
+                    (Some(_), Some(_)) => {
+                        errors.push("identity.jwt: set `jwks_file` or `jwks_url`, not both".into())
+                    }
                     _ => {}
                 }
                 if let Some(u) = &j.jwks_url {
@@ -250,7 +254,9 @@ impl IdentitySettings {
 /// An address (`10.0.0.1`, `::1`) or CIDR block (`10.0.0.0/8`).
 pub fn parse_cidr(text: &str) -> Option<ipnet::IpNet> {
     let text = text.trim();
-    text.parse::<ipnet::IpNet>()
-        .ok()
-        .or_else(|| text.parse::<std::net::IpAddr>().ok().map(ipnet::IpNet::from))
+    text.parse::<ipnet::IpNet>().ok().or_else(|| {
+        text.parse::<std::net::IpAddr>()
+            .ok()
+            .map(ipnet::IpNet::from)
+    })
 }
