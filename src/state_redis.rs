@@ -380,6 +380,16 @@ impl RedisStore {
     }
 }
 
+/// Runs single-key commands concurrently (each may live on another Cluster node).
+async fn all(conn: Conn, commands: Vec<Cmd>) -> redis::RedisResult<()> {
+    let done = join_all(commands.iter().map(|cmd| {
+        let mut c = conn.clone();
+        async move { cmd.query_async::<()>(&mut c).await }
+    }))
+    .await;
+    done.into_iter().collect()
+}
+
 fn decode<T: serde::de::DeserializeOwned>(text: &str) -> StoreResult<T> {
     serde_json::from_str(text).map_err(|e| {
         tracing::warn!(error = %e, "An unreadable record in the Redis state store.");
@@ -671,23 +681,13 @@ impl StateStore for RedisStore {
                     (hash, Self::pending_field(k))
                 })
                 .collect();
-            self.run(|conn| async move {
-                let done = join_all(deletions.iter().map(|(hash, field)| {
-                    let mut c = conn.clone();
-                    async move {
-                        redis::cmd("HDEL")
-                            .arg(hash)
-                            .arg(field)
-                            .query_async::<()>(&mut c)
-                            .await
-                    }
-                }))
-                .await;
-                done.into_iter()
-                    .collect::<redis::RedisResult<Vec<()>>>()
-                    .map(|_| ())
-            })
-            .await
+            let commands = deletions.iter().map(|(hash, field)| {
+                let mut cmd = redis::cmd("HDEL");
+                cmd.arg(hash).arg(field);
+                cmd
+            });
+            let commands: Vec<Cmd> = commands.collect();
+            self.run(|conn| all(conn, commands)).await
         })
     }
 
@@ -697,25 +697,15 @@ impl StateStore for RedisStore {
                 return Ok(());
             }
             let names: Vec<String> = keys.iter().map(|k| self.url_key(k)).collect();
-            self.run(|conn| async move {
-                let done = join_all(names.iter().map(|k| {
-                    let mut c = conn.clone();
-                    async move {
-                        redis::cmd("SET")
-                            .arg(k)
-                            .arg("0")
-                            .arg("PX")
-                            .arg(millis(ttl))
-                            .query_async::<()>(&mut c)
-                            .await
-                    }
-                }))
-                .await;
-                done.into_iter()
-                    .collect::<redis::RedisResult<Vec<()>>>()
-                    .map(|_| ())
-            })
-            .await
+            let commands: Vec<Cmd> = names
+                .iter()
+                .map(|k| {
+                    let mut cmd = redis::cmd("SET");
+                    cmd.arg(k).arg("0").arg("PX").arg(millis(ttl));
+                    cmd
+                })
+                .collect();
+            self.run(|conn| all(conn, commands)).await
         })
     }
 

@@ -59,6 +59,15 @@ fn claims(sub: &str, extra: Value) -> Value {
     c
 }
 
+/// A signing key, and a JWKS file publishing it (the directory lives as long as the guard).
+fn published_key() -> (SigningKey, tempfile::TempDir, std::path::PathBuf) {
+    let key = signing_key("k1");
+    let dir = tempfile::tempdir().unwrap();
+    let jwks = dir.path().join("jwks.json");
+    std::fs::write(&jwks, json!({"keys":[key.jwk]}).to_string()).unwrap();
+    (key, dir, jwks)
+}
+
 fn jwt_config(upstream: &str, jwks: &str) -> String {
     config_for(
         upstream,
@@ -90,10 +99,7 @@ const CALL: &str = r#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params"
 
 #[tokio::test]
 async fn missing_and_bad_tokens_get_401_with_a_bearer_challenge() {
-    let key = signing_key("k1");
-    let dir = tempfile::tempdir().unwrap();
-    let jwks = dir.path().join("jwks.json");
-    std::fs::write(&jwks, json!({"keys":[key.jwk]}).to_string()).unwrap();
+    let (key, _jwks_dir, jwks) = published_key();
     let upstream = legacy_server(|_| sse(&[])).await;
     let gw = gateway(&jwt_config(
         &upstream.url("/mcp"),
@@ -161,10 +167,7 @@ async fn missing_and_bad_tokens_get_401_with_a_bearer_challenge() {
 
 #[tokio::test]
 async fn a_session_belongs_to_its_principal_and_answers_come_from_whoever_was_asked() {
-    let key = signing_key("k1");
-    let dir = tempfile::tempdir().unwrap();
-    let jwks = dir.path().join("jwks.json");
-    std::fs::write(&jwks, json!({"keys":[key.jwk]}).to_string()).unwrap();
+    let (key, _jwks_dir, jwks) = published_key();
     let upstream = legacy_server(|_| {
         sse(&[form(
             "f-1",
@@ -251,10 +254,7 @@ fn modern(extra: Value) -> String {
 
 #[tokio::test]
 async fn per_principal_memory_survives_token_refresh_and_retries_belong_to_their_principal() {
-    let key = signing_key("k1");
-    let dir = tempfile::tempdir().unwrap();
-    let jwks = dir.path().join("jwks.json");
-    std::fs::write(&jwks, json!({"keys":[key.jwk]}).to_string()).unwrap();
+    let (key, _jwks_dir, jwks) = published_key();
     let upstream = asking_server().await;
     let gw = gateway(&jwt_config(
         &upstream.url("/mcp"),
@@ -383,10 +383,7 @@ async fn a_user_header_is_believed_only_from_trusted_proxies() {
 
 #[tokio::test]
 async fn with_identity_on_an_unknown_session_is_not_found_not_anyones() {
-    let key = signing_key("k1");
-    let dir = tempfile::tempdir().unwrap();
-    let jwks = dir.path().join("jwks.json");
-    std::fs::write(&jwks, json!({"keys":[key.jwk]}).to_string()).unwrap();
+    let (key, _jwks_dir, jwks) = published_key();
     let upstream = legacy_server(|_| sse(&[])).await;
     let gw = gateway(&jwt_config(
         &upstream.url("/mcp"),

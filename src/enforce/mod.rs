@@ -776,16 +776,8 @@ impl Enforcer {
 
     /// Declares `ex`'s capabilities for an announced, not yet declared session.
     async fn declare_announced_session(&self, ex: &Exchange, session: &str) {
-        let Some(caps) = ex.init_caps else {
+        let Some((key, record)) = declared_record(ex, session) else {
             return;
-        };
-        let key = SessionKey {
-            route: ex.route_name.clone(),
-            session: Arc::from(session),
-        };
-        let record = SessionRecord {
-            caps: Some(caps),
-            principal: ex.verified_principal().map(|p| p.to_string()),
         };
         let declared = self
             .store
@@ -810,16 +802,8 @@ impl Enforcer {
     /// Remembers the capabilities an `initialize` declared, for `session` (with `only_new`,
     /// never over a session already known).
     async fn remember_session(&self, ex: &Exchange, session: &str, only_new: bool) {
-        let Some(caps) = ex.init_caps else {
+        let Some((key, record)) = declared_record(ex, session) else {
             return;
-        };
-        let key = SessionKey {
-            route: ex.route_name.clone(),
-            session: Arc::from(session),
-        };
-        let record = SessionRecord {
-            caps: Some(caps),
-            principal: ex.verified_principal().map(|p| p.to_string()),
         };
         let put = self
             .store
@@ -836,6 +820,20 @@ impl Enforcer {
         }
         self.gauges();
     }
+}
+
+/// What an `initialize` declares for `session`: its modes and (identity on) its owner.
+fn declared_record(ex: &Exchange, session: &str) -> Option<(SessionKey, SessionRecord)> {
+    let caps = ex.init_caps?;
+    let key = SessionKey {
+        route: ex.route_name.clone(),
+        session: Arc::from(session),
+    };
+    let record = SessionRecord {
+        caps: Some(caps),
+        principal: ex.verified_principal().map(|p| p.to_string()),
+    };
+    Some((key, record))
 }
 
 /// The session a request names, and whether it names it ambiguously. Streamable HTTP names
