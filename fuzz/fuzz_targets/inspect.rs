@@ -107,6 +107,8 @@ fn case(u: &mut Unstructured<'_>) -> arbitrary::Result<(Value, Case)> {
             associated: u.arbitrary()?,
             declined_recently: u.arbitrary()?,
             recent_count: u.int_in_range(0..=20)?,
+            address_count: u.int_in_range(0..=200)?,
+            state_unavailable: u.ratio(1, 8)?,
             protocol,
         }
     };

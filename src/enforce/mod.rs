@@ -840,7 +840,7 @@ fn declared_record(ex: &Exchange, session: &str) -> Option<(SessionKey, SessionR
 /// it in `Mcp-Session-Id`; the 2024-11-05 HTTP+SSE transport in the POST URI's query
 /// (`sessionId` in the TypeScript SDK, `session_id` in Python's). More than one query value,
 /// or a header and a query value that differ, is ambiguous.
-fn session_of(header: Option<&str>, query: Option<&str>) -> (Option<Arc<str>>, bool) {
+pub fn session_of(header: Option<&str>, query: Option<&str>) -> (Option<Arc<str>>, bool) {
     let mut in_query: Option<std::borrow::Cow<'_, str>> = None;
     let mut ambiguous = false;
     for (k, v) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {

@@ -1,0 +1,64 @@
+//! The request-identity parsers: how a request names its session (`Mcp-Session-Id` header and
+//! the HTTP+SSE `sessionId` / `session_id` query) and who the client is behind trusted proxies
+//! (`X-Forwarded-For`).
+//!
+//! Oracles: never a panic; a session named by more than one distinct value is ambiguous, and
+//! the session chosen is one the request named; the client address is the peer or an address
+//! written in the header (never one invented), and an untrusted peer is always its own client.
+
+#![no_main]
+
+use arbitrary::{Arbitrary, Unstructured};
+use elicitgate::enforce::session_of;
+use elicitgate::identity::Identity;
+use elicitgate::settings::IdentitySettings;
+use libfuzzer_sys::fuzz_target;
+use std::net::IpAddr;
+
+fuzz_target!(|input: &[u8]| {
+    let mut u = Unstructured::new(input);
+    let Ok(header) = Option::<String>::arbitrary(&mut u) else { return };
+    let Ok(query) = Option::<String>::arbitrary(&mut u) else { return };
+    let (session, ambiguous) = session_of(header.as_deref(), query.as_deref());
+    let named: Vec<String> = url::form_urlencoded::parse(query.as_deref().unwrap_or("").as_bytes())
+        .filter(|(k, _)| k == "sessionId" || k == "session_id")
+        .map(|(_, v)| v.into_owned())
+        .chain(header.clone())
+        .collect();
+    let distinct: std::collections::BTreeSet<&String> = named.iter().collect();
+    if distinct.len() > 1 {
+        assert!(ambiguous, "{header:?} {query:?}");
+    }
+    if let Some(s) = &session {
+        assert!(named.iter().any(|n| n.as_str() == &**s), "chose an unnamed session");
+    } else {
+        assert!(named.is_empty());
+    }
+
+    let Ok(xff) = Vec::<String>::arbitrary(&mut u) else { return };
+    let Ok(peer_bytes) = <[u8; 4]>::arbitrary(&mut u) else { return };
+    let peer = IpAddr::from(peer_bytes);
+    let identity = Identity::new(&IdentitySettings {
+        trusted_proxies: vec!["10.0.0.0/8".into(), "::1".into()],
+        ..IdentitySettings::default()
+    })
+    .expect("identity");
+    let mut headers = http::HeaderMap::new();
+    for value in &xff {
+        if let Ok(v) = http::HeaderValue::from_str(value) {
+            headers.append("x-forwarded-for", v);
+        }
+    }
+    let client = identity.client_address(peer, &headers);
+    let trusted = peer_bytes[0] == 10;
+    if !trusted {
+        assert_eq!(client, peer, "an untrusted peer's header was believed");
+    } else if client != peer {
+        let written = xff
+            .iter()
+            .flat_map(|v| v.split(','))
+            .filter_map(|h| h.trim().parse::<IpAddr>().ok())
+            .any(|a| a.to_canonical() == client);
+        assert!(written, "{client} was never written in {xff:?}");
+    }
+});
