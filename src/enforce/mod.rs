@@ -9,7 +9,7 @@
 //! audit events.
 //!
 //! Client side ([`Enforcer::on_client_message`]), in order: the session's principal binding
-//! (identity on), capability shaping (`initialize`, 2026 `_meta`), answer checks
+//! (identity on, `sessions`), capability shaping (`initialize`, 2026 `_meta`), answer checks
 //! ([`answers`]: legacy JSON-RPC responses, 2026 `inputResponses`, tasks `tasks/update`).
 //! Server side ([`judge`]): SSE events one at a time and whole JSON bodies. Only messages
 //! that carry an elicitation, an answer or an `initialize` touch the store.
@@ -22,6 +22,7 @@ pub mod prescan;
 pub mod record;
 pub mod releases;
 pub mod server;
+mod sessions;
 pub mod shaping;
 pub mod store;
 pub mod table;
@@ -39,12 +40,11 @@ use record::Recorder;
 use releases::{Release, Releases};
 use serde_json::value::RawValue;
 use serde_json::Value;
+pub use sessions::session_of;
+use sessions::Binding;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
-use store::{
-    Declared, PendingKey, Scope, SessionKey, SessionRecord, StateStore, StoreResult, Take, Taken,
-    Unavailable,
-};
+use std::time::Duration;
+use store::{PendingKey, Scope, SessionKey, StateStore, StoreResult, Take, Taken, Unavailable};
 use table::TtlTable;
 
 /// The one session of a stdio connection.
@@ -273,14 +273,6 @@ pub struct Enforcer {
     pub max_per_response: usize,
 }
 
-/// A session's owner as this process last read it, and when its stored record was last
-/// kept alive.
-#[derive(Clone)]
-struct Binding {
-    owner: Option<Scope>,
-    refreshed: Instant,
-}
-
 /// Request headers the gateway repeats when it answers the server on the client's behalf.
 const ANSWER_HEADERS: [HeaderName; 4] = [
     HeaderName::from_static("mcp-session-id"),
@@ -291,9 +283,6 @@ const ANSWER_HEADERS: [HeaderName; 4] = [
 /// Positions in [`ANSWER_HEADERS`].
 const SESSION_HEADER: usize = 0;
 const VERSION_HEADER: usize = 1;
-
-/// How long "this session has no known owner" is believed before the store is asked again.
-const UNBOUND_TTL: Duration = Duration::from_secs(1);
 
 /// What the transport knows of one client request when enforcement begins.
 pub struct RequestFacts<'a> {
@@ -617,93 +606,6 @@ impl Enforcer {
         }
     }
 
-    /// Identity on: a request naming a legacy session must come from the principal that
-    /// created it (`session.mismatch`, 403). A session the store knows no owner for (unknown,
-    /// expired, created before identity was on) is refused with 404, which MCP clients answer
-    /// by starting a new session; a store that cannot answer, with 503 (`state.unavailable`).
-    /// The owner is read once per session and process, then cached; the cached binding keeps
-    /// the stored record alive (a touch at most every quarter of `timeouts.session_idle`, off
-    /// the request path), so a session in use does not expire for want of elicitations.
-    async fn check_binding(&self, ex: &Exchange) -> Option<ClientVerdict> {
-        let principal = ex.verified_principal()?;
-        let key = ex.session_key()?;
-        let now = Instant::now();
-        let cached = {
-            let bindings = self.bindings.lock().unwrap_or_else(|p| p.into_inner());
-            bindings.get(&key, now).cloned()
-        };
-        let owner = match cached {
-            Some(binding) => {
-                if binding.owner.is_some()
-                    && now.duration_since(binding.refreshed) >= self.session_ttl / 4
-                {
-                    self.refresh_binding(&key, binding.owner.clone());
-                }
-                binding.owner
-            }
-            None => {
-                let found = self.store.session(&key).await;
-                let owner = match self.noted("session", found) {
-                    Ok(record) => record.and_then(|r| r.principal).map(Scope::from),
-                    Err(Unavailable) => {
-                        let policy = self.policy(&ex.route_name);
-                        let verdict = inspect::state_unavailable(&policy);
-                        self.recorder
-                            .client_refused(ex, &verdict, "state.unavailable");
-                        return verdict.is_deny().then(|| {
-                            let mut r = answers::rejection(ex.request_id.as_deref(), &verdict);
-                            r.status = StatusCode::SERVICE_UNAVAILABLE;
-                            ClientVerdict::Reject(r)
-                        });
-                    }
-                };
-                let ttl = if owner.is_some() {
-                    self.session_ttl
-                } else {
-                    UNBOUND_TTL
-                };
-                self.bind(key, owner.clone(), ttl);
-                owner
-            }
-        };
-        if owner.as_ref() == Some(principal) {
-            return None;
-        }
-        let policy = self.policy(&ex.route_name);
-        let verdict = inspect::session_mismatch(&policy, "session");
-        let (reason, status) = match owner {
-            Some(_) => ("session.mismatch", StatusCode::FORBIDDEN),
-            None => ("session.unknown", StatusCode::NOT_FOUND),
-        };
-        self.recorder.client_refused(ex, &verdict, reason);
-        verdict.is_deny().then(|| {
-            let mut rejection = answers::rejection(ex.request_id.as_deref(), &verdict);
-            rejection.status = status;
-            ClientVerdict::Reject(rejection)
-        })
-    }
-
-    /// Pushes a bound session's stored expiry out, in the background.
-    fn refresh_binding(&self, key: &SessionKey, owner: Option<Scope>) {
-        self.bind(key.clone(), owner, self.session_ttl);
-        let (store, key, ttl) = (self.store.clone(), key.clone(), self.session_ttl);
-        let recorder = self.recorder.clone();
-        server::spawn(async move {
-            if store.touch_session(&key, ttl).await.is_err() {
-                recorder.store_health(false, Some("touch_session"));
-            }
-        });
-    }
-
-    fn bind(&self, key: SessionKey, owner: Option<Scope>, ttl: Duration) {
-        let mut bindings = self.bindings.lock().unwrap_or_else(|p| p.into_inner());
-        let binding = Binding {
-            owner,
-            refreshed: Instant::now(),
-        };
-        bindings.insert(key, binding, Instant::now(), ttl);
-    }
-
     /// A client body that cannot be read as the server would read it (transport stage):
     /// refused and recorded.
     pub fn refuse_client(&self, ex: &Exchange, reason: &'static str) -> Rejection {
@@ -730,130 +632,6 @@ impl Enforcer {
             status,
             body: error.response(id),
         }
-    }
-
-    /// Records the session a legacy `initialize` created (Streamable HTTP: the response's
-    /// `Mcp-Session-Id` to an `initialize` that carried none). A session id already known is
-    /// never re-declared: only the server's new session gets the declaring client's modes.
-    /// Awaited before the response goes out, so no replica can see the session before its
-    /// record exists.
-    pub async fn on_response_head(&self, ex: &Exchange, status: StatusCode, headers: &HeaderMap) {
-        if ex.deletes {
-            if let (true, Some(key)) = (status.is_success(), ex.session_key()) {
-                let ended = self.store.end_session(&key).await;
-                let _ = self.noted("end_session", ended);
-            }
-            return;
-        }
-        if ex.init_caps.is_none() || ex.session.is_some() {
-            return;
-        }
-        if let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
-            self.remember_session(ex, session, true).await;
-        }
-    }
-
-    /// An HTTP+SSE server announced `session` in its `endpoint` event: the one `initialize`
-    /// that may declare capabilities for it is the first one to arrive.
-    /// The session belongs to the principal that opened the stream (identity on).
-    pub async fn announce_session(&self, route: &Arc<str>, session: &str, owner: Option<&Scope>) {
-        let key = SessionKey {
-            route: route.clone(),
-            session: Arc::from(session),
-        };
-        let record = SessionRecord {
-            caps: None,
-            principal: owner.map(|p| p.to_string()),
-        };
-        let put = self
-            .store
-            .put_session(&key, record, self.session_ttl, true)
-            .await;
-        if let Ok(true) = self.noted("put_session", put) {
-            self.bind(key, owner.cloned(), self.session_ttl);
-        }
-    }
-
-    /// Declares `ex`'s capabilities for an announced, not yet declared session.
-    async fn declare_announced_session(&self, ex: &Exchange, session: &str) {
-        let Some((key, record)) = declared_record(ex, session) else {
-            return;
-        };
-        let declared = self
-            .store
-            .declare_announced(&key, record, self.session_ttl)
-            .await;
-        match self.noted("declare_session", declared) {
-            Ok(Declared::Declared) => {
-                self.bind(key, ex.verified_principal().cloned(), self.session_ttl)
-            }
-            Ok(Declared::AlreadyDeclared) => {
-                tracing::warn!(route = %ex.route_name, "A second initialize for a declared session was not allowed to change its capabilities.")
-            }
-            Ok(Declared::Unknown) => {
-                tracing::warn!(route = %ex.route_name, "An initialize named a session no server announced; it declares nothing.")
-            }
-            Err(Unavailable) => {
-                tracing::warn!(route = %ex.route_name, "The state store did not record an initialize; the session's elicitations fail closed.")
-            }
-        }
-    }
-
-    /// Remembers the capabilities an `initialize` declared, for `session` (with `only_new`,
-    /// never over a session already known).
-    async fn remember_session(&self, ex: &Exchange, session: &str, only_new: bool) {
-        let Some((key, record)) = declared_record(ex, session) else {
-            return;
-        };
-        let put = self
-            .store
-            .put_session(&key, record, self.session_ttl, only_new)
-            .await;
-        match self.noted("put_session", put) {
-            Ok(true) => self.bind(key, ex.verified_principal().cloned(), self.session_ttl),
-            Ok(false) => {
-                tracing::warn!(route = %ex.route_name, "An upstream answered initialize with a session id already in use; its capabilities are kept.")
-            }
-            Err(Unavailable) => {
-                tracing::warn!(route = %ex.route_name, "The state store did not record an initialize; the session's elicitations fail closed.")
-            }
-        }
-        self.gauges();
-    }
-}
-
-/// What an `initialize` declares for `session`: its modes and (identity on) its owner.
-fn declared_record(ex: &Exchange, session: &str) -> Option<(SessionKey, SessionRecord)> {
-    let caps = ex.init_caps?;
-    let key = SessionKey {
-        route: ex.route_name.clone(),
-        session: Arc::from(session),
-    };
-    let record = SessionRecord {
-        caps: Some(caps),
-        principal: ex.verified_principal().map(|p| p.to_string()),
-    };
-    Some((key, record))
-}
-
-/// The session a request names, and whether it names it ambiguously. Streamable HTTP names
-/// it in `Mcp-Session-Id`; the 2024-11-05 HTTP+SSE transport in the POST URI's query
-/// (`sessionId` in the TypeScript SDK, `session_id` in Python's). More than one query value,
-/// or a header and a query value that differ, is ambiguous.
-pub fn session_of(header: Option<&str>, query: Option<&str>) -> (Option<Arc<str>>, bool) {
-    let mut in_query: Option<std::borrow::Cow<'_, str>> = None;
-    let mut ambiguous = false;
-    for (k, v) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        if k == "sessionId" || k == "session_id" {
-            ambiguous |= in_query.is_some();
-            in_query = Some(v);
-        }
-    }
-    match (header, in_query) {
-        (Some(h), Some(q)) => (Some(Arc::from(h)), ambiguous || h != q),
-        (Some(h), None) => (Some(Arc::from(h)), ambiguous),
-        (None, Some(q)) => (Some(Arc::from(q.as_ref())), ambiguous),
-        (None, None) => (None, ambiguous),
     }
 }
 

@@ -4,6 +4,7 @@
 
 use super::judge::{AnswerServer, Judged, ServerChannel, ServerVerdict};
 use super::record::Recorder;
+use super::store::{Declared, SessionRecord};
 use super::*;
 use std::sync::Mutex;
 
