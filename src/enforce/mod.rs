@@ -410,11 +410,7 @@ impl Enforcer {
         } = facts;
         let answer_headers = AnswerHeaders::capture(headers);
         let (session, ambiguous_session) = session_of(answer_headers.text(SESSION_HEADER), query);
-        let era = match answer_headers.text(VERSION_HEADER) {
-            Some("2026-07-28") => Era::Stateless2026,
-            Some("2025-06-18") | Some("2025-03-26") | Some("2024-11-05") => Era::Legacy2025_06,
-            _ => Era::Legacy2025_11,
-        };
+        let era = Era::of_header(answer_headers.text(VERSION_HEADER));
         Exchange {
             route_name,
             upstream_label,
@@ -546,7 +542,7 @@ impl Enforcer {
             .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
             .and_then(Value::as_str)
         {
-            if version == "2026-07-28" {
+            if Era::from_protocol_version(version) == Some(Era::Stateless2026) {
                 ex.era = Era::Stateless2026;
             }
         }

@@ -10,7 +10,7 @@ use super::Exchange;
 use crate::audit::{AuditEvent, AuditFinding, Auditor, EventKind, PropertyShape};
 use crate::elicitation::Mode;
 use crate::elicitation::{ElicitationView, ModeField};
-use crate::inspect::{Era, Verdict};
+use crate::inspect::Verdict;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use std::sync::Arc;
@@ -23,21 +23,13 @@ pub struct Recorder {
     pub auditor: Arc<Auditor>,
 }
 
-fn era_name(era: Era) -> &'static str {
-    match era {
-        Era::Legacy2025_06 => "2025-06-18",
-        Era::Legacy2025_11 => "2025-11-25",
-        Era::Stateless2026 => "2026-07-28",
-    }
-}
-
 impl Recorder {
     fn base(&self, ex: &Exchange, kind: EventKind) -> AuditEvent {
         AuditEvent {
             event: Some(kind),
             route: Some(ex.route_name.to_string()),
             upstream: Some(ex.upstream_label.to_string()),
-            revision: Some(era_name(ex.era).to_owned()),
+            revision: Some(ex.era.name().to_owned()),
             transport: Some(if ex.stdio { "stdio" } else { "streamable-http" }),
             session: ex
                 .session

@@ -39,28 +39,7 @@ pub use rule::{
     Decision, Enforcement, Finding, RuleAction, RuleId, UnknownRuleId, Verdict, MAX_FINDINGS,
 };
 
-/// Protocol era of the exchange being inspected.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Era {
-    /// 2025-06-18: form mode only, `elicitation/create` requests.
-    Legacy2025_06,
-    /// 2025-11-25: form and URL mode (with `elicitationId`), `-32042` errors.
-    Legacy2025_11,
-    /// 2026-07-28: `input_required` results; URL mode has no `elicitationId`.
-    Stateless2026,
-}
-
-impl Era {
-    /// The era of a negotiated `protocolVersion`, for revisions that have elicitation.
-    pub fn from_protocol_version(version: &str) -> Option<Era> {
-        match version {
-            "2025-06-18" => Some(Era::Legacy2025_06),
-            "2025-11-25" => Some(Era::Legacy2025_11),
-            "2026-07-28" => Some(Era::Stateless2026),
-            _ => None,
-        }
-    }
-}
+pub use crate::mcp::revision::Era;
 
 /// Facts about the exchange that only the live proxy knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

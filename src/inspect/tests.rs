@@ -501,20 +501,3 @@ fn fingerprint_is_stable_and_sensitive() {
     );
     assert_ne!(fingerprint(&ElicitationView::from_params(&u1)), fa);
 }
-
-#[test]
-fn era_parsing() {
-    assert_eq!(
-        Era::from_protocol_version("2025-06-18"),
-        Some(Era::Legacy2025_06)
-    );
-    assert_eq!(
-        Era::from_protocol_version("2025-11-25"),
-        Some(Era::Legacy2025_11)
-    );
-    assert_eq!(
-        Era::from_protocol_version("2026-07-28"),
-        Some(Era::Stateless2026)
-    );
-    assert_eq!(Era::from_protocol_version("2024-11-05"), None);
-}

@@ -7,5 +7,6 @@
 pub mod decode;
 pub mod jsonrpc;
 pub mod message;
+pub mod revision;
 pub mod sse;
 pub mod transport;
