@@ -68,6 +68,17 @@ fn published_key() -> (SigningKey, tempfile::TempDir, std::path::PathBuf) {
     (key, dir, jwks)
 }
 
+/// A gateway verifying tokens against a JWKS file with one key, in front of `upstream`.
+async fn jwt_gateway(upstream: &MockUpstream) -> (SigningKey, TestGateway, tempfile::TempDir) {
+    let (key, dir, jwks) = published_key();
+    let gw = gateway(&jwt_config(
+        &upstream.url("/mcp"),
+        &format!("jwks_file: \"{}\"", jwks.display()),
+    ))
+    .await;
+    (key, gw, dir)
+}
+
 fn jwt_config(upstream: &str, jwks: &str) -> String {
     config_for(
         upstream,
@@ -99,13 +110,8 @@ const CALL: &str = r#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params"
 
 #[tokio::test]
 async fn missing_and_bad_tokens_get_401_with_a_bearer_challenge() {
-    let (key, _jwks_dir, jwks) = published_key();
     let upstream = legacy_server(|_| sse(&[])).await;
-    let gw = gateway(&jwt_config(
-        &upstream.url("/mcp"),
-        &format!("jwks_file: \"{}\"", jwks.display()),
-    ))
-    .await;
+    let (key, gw, _jwks_dir) = jwt_gateway(&upstream).await;
 
     let (status, headers, body) = post_as(&gw, None, false, INIT).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
@@ -167,7 +173,6 @@ async fn missing_and_bad_tokens_get_401_with_a_bearer_challenge() {
 
 #[tokio::test]
 async fn a_session_belongs_to_its_principal_and_answers_come_from_whoever_was_asked() {
-    let (key, _jwks_dir, jwks) = published_key();
     let upstream = legacy_server(|_| {
         sse(&[form(
             "f-1",
@@ -176,11 +181,7 @@ async fn a_session_belongs_to_its_principal_and_answers_come_from_whoever_was_as
         )])
     })
     .await;
-    let gw = gateway(&jwt_config(
-        &upstream.url("/mcp"),
-        &format!("jwks_file: \"{}\"", jwks.display()),
-    ))
-    .await;
+    let (key, gw, _jwks_dir) = jwt_gateway(&upstream).await;
     let alice = token(&key, claims("alice", json!({})));
     let mallory = token(&key, claims("mallory", json!({})));
     assert_eq!(
@@ -254,13 +255,8 @@ fn modern(extra: Value) -> String {
 
 #[tokio::test]
 async fn per_principal_memory_survives_token_refresh_and_retries_belong_to_their_principal() {
-    let (key, _jwks_dir, jwks) = published_key();
     let upstream = asking_server().await;
-    let gw = gateway(&jwt_config(
-        &upstream.url("/mcp"),
-        &format!("jwks_file: \"{}\"", jwks.display()),
-    ))
-    .await;
+    let (key, gw, _jwks_dir) = jwt_gateway(&upstream).await;
     let alice = token(&key, claims("alice", json!({})));
     let bob = token(&key, claims("bob", json!({})));
 
@@ -383,13 +379,8 @@ async fn a_user_header_is_believed_only_from_trusted_proxies() {
 
 #[tokio::test]
 async fn with_identity_on_an_unknown_session_is_not_found_not_anyones() {
-    let (key, _jwks_dir, jwks) = published_key();
     let upstream = legacy_server(|_| sse(&[])).await;
-    let gw = gateway(&jwt_config(
-        &upstream.url("/mcp"),
-        &format!("jwks_file: \"{}\"", jwks.display()),
-    ))
-    .await;
+    let (key, gw, _jwks_dir) = jwt_gateway(&upstream).await;
     let alice = token(&key, claims("alice", json!({})));
     // Session `s-1` was never created through the gateway (or expired): 404, so the client
     // starts a new session, instead of anyone holding the id being let in.
