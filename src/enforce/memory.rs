@@ -29,11 +29,14 @@ struct Tables {
     rate: TtlTable<(std::sync::Arc<str>, Scope), RateWindow>,
 }
 
-/// Fixed one-minute window of elicitations for one scope.
+/// A sliding minute of elicitations for one scope: the count of the window that started at
+/// `started`, and of the one before it, which is carried in proportion to the part of it still
+/// inside the last 60 s (the same estimate the Redis store makes; no reset at a boundary).
 #[derive(Debug, Clone, Copy)]
 struct RateWindow {
     started: Instant,
     count: u32,
+    previous: u32,
 }
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -73,20 +76,40 @@ impl MemoryStore {
 impl Tables {
     fn count(&mut self, route: &std::sync::Arc<str>, scope: &Scope, now: Instant) -> u32 {
         let key = (route.clone(), scope.clone());
-        match self.rate.get_mut(&key, now) {
-            Some(w) if now.duration_since(w.started) < MINUTE => {
+        let window = match self.rate.get_mut(&key, now) {
+            Some(w) => {
+                let elapsed = now.duration_since(w.started);
+                if elapsed >= 2 * MINUTE {
+                    *w = RateWindow {
+                        started: now,
+                        count: 0,
+                        previous: 0,
+                    };
+                } else if elapsed >= MINUTE {
+                    *w = RateWindow {
+                        started: w.started + MINUTE,
+                        count: 0,
+                        previous: w.count,
+                    };
+                }
                 w.count = w.count.saturating_add(1);
-                w.count
+                let w = *w;
+                self.rate.touch(&key, now, 2 * MINUTE);
+                w
             }
-            _ => {
+            None => {
                 let window = RateWindow {
                     started: now,
                     count: 1,
+                    previous: 0,
                 };
-                self.rate.insert(key, window, now, MINUTE);
-                1
+                self.rate.insert(key, window, now, 2 * MINUTE);
+                window
             }
-        }
+        };
+        let into = now.duration_since(window.started).as_secs_f64() / MINUTE.as_secs_f64();
+        let carried = (f64::from(window.previous) * (1.0 - into.min(1.0))) as u32;
+        window.count.saturating_add(carried)
     }
 }
 
@@ -425,5 +448,23 @@ mod tests {
             now_or_never(s.complete_url(&k)),
             Completion::AlreadyCompleted
         );
+    }
+
+    #[test]
+    fn the_rate_count_slides_over_a_minute_boundary_instead_of_resetting() {
+        let store = store();
+        let mut t = store.tables();
+        let (route, scope): (Arc<str>, Scope) = ("r".into(), "s".into());
+        let t0 = Instant::now();
+        for n in 1..=6 {
+            assert_eq!(t.count(&route, &scope, t0), n);
+        }
+        // Just past the first window: nearly all of its six are still in the last minute.
+        let t1 = t0 + MINUTE + Duration::from_secs(6);
+        assert_eq!(t.count(&route, &scope, t1), 1 + 5);
+        // Half-way through the second window: half of them are.
+        assert_eq!(t.count(&route, &scope, t0 + MINUTE + MINUTE / 2), 2 + 3);
+        // Two quiet minutes later nothing is carried.
+        assert_eq!(t.count(&route, &scope, t0 + 5 * MINUTE), 1);
     }
 }

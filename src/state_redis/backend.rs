@@ -13,7 +13,13 @@ impl StateStore for RedisStore {
 
     fn facts<'a>(&'a self, q: &'a FactsQuery) -> StoreFuture<'a, Facts> {
         Box::pin(async move {
-            let minute = wall_ms() / 60_000;
+            // A sliding minute: this wall-clock minute's count plus the previous minute's,
+            // weighted by the part of it still inside the last 60 s, so a burst straddling a
+            // minute boundary is not counted afresh (the estimate Cloudflare and nginx's
+            // limit_req-style counters use; exact counts would need a sorted set per scope).
+            let now_ms = wall_ms();
+            let minute = now_ms / 60_000;
+            let carry = 1.0 - (now_ms % 60_000) as f64 / 60_000.0;
             let scope_tag = self.scope_tag(&q.route, &q.scope);
             let address_tag = q.address.as_ref().map(|a| self.scope_tag(&q.route, a));
             let session_key = q
@@ -34,6 +40,9 @@ impl StateStore for RedisStore {
                     scope_pipe.cmd("INCR").arg(&rate);
                 }
                 scope_pipe.cmd("PEXPIRE").arg(&rate).arg(120_000).ignore();
+                scope_pipe
+                    .cmd("GET")
+                    .arg(format!("{scope_tag}:r:{}", minute.saturating_sub(1)));
                 let mut address_pipe = redis::pipe();
                 if let Some(tag) = &address_tag {
                     let rate = format!("{tag}:r:{minute}");
@@ -41,6 +50,9 @@ impl StateStore for RedisStore {
                         address_pipe.cmd("INCR").arg(&rate);
                     }
                     address_pipe.cmd("PEXPIRE").arg(&rate).arg(120_000).ignore();
+                    address_pipe
+                        .cmd("GET")
+                        .arg(format!("{tag}:r:{}", minute.saturating_sub(1)));
                 }
                 let (mut c1, mut c2, mut c3) = (conn.clone(), conn.clone(), conn);
                 let session = async {
@@ -56,10 +68,10 @@ impl StateStore for RedisStore {
                         None => Ok::<Option<String>, redis::RedisError>(None),
                     }
                 };
-                let scope = scope_pipe.query_async::<Vec<i64>>(&mut c2);
+                let scope = scope_pipe.query_async::<Vec<Option<i64>>>(&mut c2);
                 let address = async {
                     if address_tag.is_some() {
-                        address_pipe.query_async::<Vec<i64>>(&mut c3).await
+                        address_pipe.query_async::<Vec<Option<i64>>>(&mut c3).await
                     } else {
                         Ok(Vec::new())
                     }
@@ -70,19 +82,31 @@ impl StateStore for RedisStore {
             .await
             .and_then(|(session, scope, address)| {
                 let n = q.fingerprints.len();
-                if scope.len() != 2 * n || (by_address && address.len() != n) {
+                if scope.len() != 2 * n + 1 || (by_address && address.len() != n + 1) {
                     return Err(Unavailable);
                 }
                 let session = match session {
                     Some(text) => Some(decode::<SessionRecord>(&text)?),
                     None => None,
                 };
-                let count = |v: &i64| u32::try_from(*v).unwrap_or(u32::MAX);
+                let sliding = |counts: &[Option<i64>]| -> Vec<u32> {
+                    let Some((previous, current)) = counts.split_last() else {
+                        return Vec::new();
+                    };
+                    let carried = (previous.unwrap_or(0).max(0) as f64 * carry) as i64;
+                    current
+                        .iter()
+                        .map(|v| {
+                            let v = v.unwrap_or(0).saturating_add(carried);
+                            u32::try_from(v).unwrap_or(u32::MAX)
+                        })
+                        .collect()
+                };
                 Ok(Facts {
                     session,
-                    declined: scope[..n].iter().map(|v| *v > 0).collect(),
-                    counts: scope[n..].iter().map(count).collect(),
-                    address_counts: address.iter().map(count).collect(),
+                    declined: scope[..n].iter().map(|v| v.unwrap_or(0) > 0).collect(),
+                    counts: sliding(&scope[n..]),
+                    address_counts: sliding(&address),
                 })
             })
         })

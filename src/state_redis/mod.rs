@@ -11,7 +11,7 @@
 //! | `P{s:H}:pending` | hash: request-id digest → `deadline|record` | last entry's deadline + grace |
 //! | `P{s:H}:answered` | hash: request-id digest → deadline | the pending TTL |
 //! | `P{c:G}:d:FP` | a decline of fingerprint FP in scope G | `repeat.window` |
-//! | `P{c:G}:r:MIN` | elicitations of scope G in minute MIN | 2 minutes |
+//! | `P{c:G}:r:MIN` | elicitations of scope G in minute MIN (a sliding minute adds MIN−1's, weighted) | 2 minutes |
 //! | `P{u:G}:E` | URL-mode id E of scope G: `0` asked, `1` completed | the pending TTL |
 //! | `P{a:K}` | an asked 2026-07-28 `inputRequests` map | the pending TTL |
 //!
