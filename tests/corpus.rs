@@ -1,9 +1,14 @@
-//! Labelled corpus: every case in `tests/corpus/*.jsonl` must get exactly its expected
-//! decision and rule set. Prints precision/recall per rule and per language:
-//! `cargo test --test corpus -- --nocapture`.
+//! Labelled corpus: the cases in `tests/corpus/*.jsonl`. Prints precision, recall and the
+//! false-positive rate of the deny decision per language, per concept and overall, and per
+//! rule: `cargo test --test corpus -- --nocapture`.
+//!
+//! What must hold: every case of the curated regression files (`forms_*`, `protocol`,
+//! `schema`, `seeds`, `urls`) gets exactly its decision and rules; over the whole corpus the
+//! deny recall is at least 99 % and false positives at most 1 % of the allowed cases (issue
+//! 16's targets), and the corpus covers every language × concept with positives.
 //!
 //! Case format (one JSON object per line):
-//! `{"id", "lang", "input": <params | JSON-RPC message>, "expect": "allow"|"deny",
+//! `{"id", "lang", "concept"?, "input": <params | JSON-RPC message>, "expect": "allow"|"deny",
 //!   "rules": [...], "caps"?: <ClientCapabilities>, "era"?: "2025-06"|"2025-11"|"2026",
 //!   "policy"?: <policy body>}`. Defaults: caps `{"elicitation":{"form":{},"url":{}}}`,
 //! the built-in strict policy, and the CLI's era inference.
@@ -20,6 +25,7 @@ struct Case {
     file: String,
     id: String,
     lang: String,
+    concept: String,
     input: Value,
     expect: String,
     rules: BTreeSet<String>,
@@ -69,6 +75,7 @@ fn load() -> Vec<Case> {
                 file: file.clone(),
                 id,
                 lang: s("lang").unwrap_or_else(|| "?".into()),
+                concept: s("concept").unwrap_or_else(|| "-".into()),
                 input: v["input"].clone(),
                 expect,
                 rules,
@@ -133,6 +140,54 @@ struct Counts {
     cases: u32,
 }
 
+/// The deny decision's confusion counts for one slice of the corpus.
+#[derive(Default, Clone, Copy)]
+struct Slice {
+    deny: u32,
+    allow: u32,
+    tp: u32,
+    fp: u32,
+}
+
+impl Slice {
+    fn add(&mut self, expect_deny: bool, got_deny: bool) {
+        if expect_deny {
+            self.deny += 1;
+            self.tp += u32::from(got_deny);
+        } else {
+            self.allow += 1;
+            self.fp += u32::from(got_deny);
+        }
+    }
+    fn recall(&self) -> f64 {
+        if self.deny == 0 {
+            1.0
+        } else {
+            f64::from(self.tp) / f64::from(self.deny)
+        }
+    }
+    fn fp_rate(&self) -> f64 {
+        if self.allow == 0 {
+            0.0
+        } else {
+            f64::from(self.fp) / f64::from(self.allow)
+        }
+    }
+    fn row(&self, name: &str) -> String {
+        format!(
+            "{:<14} {:>6} {:>6} {:>6} {:>5} {:>9} {:>7} {:>8}",
+            name,
+            self.deny + self.allow,
+            self.deny,
+            self.allow,
+            self.fp,
+            ratio(self.tp, self.tp + self.fp),
+            ratio(self.tp, self.deny),
+            format!("{:.2}%", 100.0 * self.fp_rate()),
+        )
+    }
+}
+
 fn ratio(a: u32, b: u32) -> String {
     if b == 0 {
         "   n/a".into()
@@ -141,13 +196,44 @@ fn ratio(a: u32, b: u32) -> String {
     }
 }
 
+/// Files whose every case must be exact (hand-curated regressions).
+fn exact_file(file: &str) -> bool {
+    ["forms_", "protocol", "schema", "seeds", "urls."]
+        .iter()
+        .any(|p| file.starts_with(p))
+}
+
+const LANGUAGES: &[&str] = &[
+    "en", "zh", "es", "ar", "pt", "id", "fr", "ja", "ru", "de", "ko", "tr", "vi", "it", "pl", "fa",
+    "nl", "th", "uk", "hi", "bn", "ur", "he", "sv", "cs", "ro", "hu", "el", "fil", "da", "no",
+    "fi", "sw",
+];
+
+const CONCEPTS: &[&str] = &[
+    "password",
+    "pin",
+    "otp",
+    "api_key",
+    "token",
+    "client_secret",
+    "private_key",
+    "seed_phrase",
+    "card_number",
+    "cvv",
+    "card_expiry",
+    "bank",
+    "national_id",
+    "session_cookie",
+];
+
 #[test]
 fn corpus() {
     let cases = load();
-    assert!(cases.len() >= 400, "corpus has only {} cases", cases.len());
     let mut per_rule: BTreeMap<String, Counts> = BTreeMap::new();
-    let mut per_lang: BTreeMap<String, (u32, u32)> = BTreeMap::new();
-    let mut decisions = Counts::default();
+    let mut per_lang: BTreeMap<String, Slice> = BTreeMap::new();
+    let mut per_concept: BTreeMap<String, Slice> = BTreeMap::new();
+    let mut overall = Slice::default();
+    let mut exact_failures = Vec::new();
     let mut failures = Vec::new();
     for case in &cases {
         let verdict = run(case);
@@ -169,19 +255,19 @@ fn corpus() {
             }
         }
         let decision = verdict.decision.as_str();
-        match (case.expect == "deny", decision == "deny") {
-            (true, true) => decisions.tp += 1,
-            (false, true) => decisions.fp += 1,
-            (true, false) => decisions.fn_ += 1,
-            (false, false) => {}
-        }
+        let (expect_deny, got_deny) = (case.expect == "deny", decision == "deny");
+        overall.add(expect_deny, got_deny);
+        per_lang
+            .entry(case.lang.clone())
+            .or_default()
+            .add(expect_deny, got_deny);
+        per_concept
+            .entry(case.concept.clone())
+            .or_default()
+            .add(expect_deny, got_deny);
         let ok = decision == case.expect && got == case.rules;
-        let l = per_lang.entry(case.lang.clone()).or_default();
-        l.0 += 1;
-        if ok {
-            l.1 += 1;
-        } else {
-            failures.push(format!(
+        if !ok {
+            let line = format!(
                 "{}/{} [{}]: expected {} {:?}, got {} {:?} findings={:?}",
                 case.file,
                 case.id,
@@ -195,16 +281,23 @@ fn corpus() {
                     .iter()
                     .map(|f| format!("{}@{}", f.detector, f.location))
                     .collect::<Vec<_>>()
-            ));
+            );
+            if exact_file(&case.file) {
+                exact_failures.push(line.clone());
+            }
+            failures.push(line);
         }
     }
     println!(
-        "\ncorpus: {} cases, {} failing",
+        "\ncorpus: {} cases, {} not exact",
         cases.len(),
         failures.len()
     );
+    for f in &failures {
+        println!("  {f}");
+    }
     println!(
-        "{:<22} {:>6} {:>5} {:>5} {:>5} {:>9} {:>7}",
+        "\n{:<22} {:>6} {:>5} {:>5} {:>5} {:>9} {:>7}",
         "rule", "cases", "tp", "fp", "fn", "precision", "recall"
     );
     for (rule, c) in &per_rule {
@@ -219,24 +312,47 @@ fn corpus() {
             ratio(c.tp, c.tp + c.fn_)
         );
     }
-    println!(
-        "{:<22} {:>6} {:>5} {:>5} {:>5} {:>9} {:>7}",
-        "(deny decision)",
-        decisions.tp + decisions.fn_,
-        decisions.tp,
-        decisions.fp,
-        decisions.fn_,
-        ratio(decisions.tp, decisions.tp + decisions.fp),
-        ratio(decisions.tp, decisions.tp + decisions.fn_)
+    let header = format!(
+        "{:<14} {:>6} {:>6} {:>6} {:>5} {:>9} {:>7} {:>8}",
+        "", "cases", "deny", "allow", "fp", "precision", "recall", "fp rate"
     );
-    println!("\n{:<6} {:>6} {:>8}", "lang", "cases", "correct");
-    for (lang, (n, ok)) in &per_lang {
-        println!("{lang:<6} {n:>6} {ok:>8}");
+    println!("\nby language (deny decision)\n{header}");
+    for (lang, c) in &per_lang {
+        println!("{}", c.row(lang));
+    }
+    println!("\nby concept (deny decision)\n{header}");
+    for (concept, c) in &per_concept {
+        println!("{}", c.row(concept));
+    }
+    println!("\n{}\n{}", header, overall.row("overall"));
+
+    let mut uncovered = Vec::new();
+    for lang in LANGUAGES {
+        for concept in CONCEPTS {
+            let covered = cases
+                .iter()
+                .any(|c| c.lang == *lang && c.concept == *concept && c.expect == "deny");
+            if !covered {
+                uncovered.push(format!("{lang}/{concept}"));
+            }
+        }
     }
     assert!(
-        failures.is_empty(),
-        "{} corpus failures:\n{}",
-        failures.len(),
-        failures.join("\n")
+        exact_failures.is_empty(),
+        "{} curated corpus failures:\n{}",
+        exact_failures.len(),
+        exact_failures.join("\n")
+    );
+    assert!(cases.len() >= 2000, "corpus has only {} cases", cases.len());
+    assert!(uncovered.is_empty(), "no positive case for {uncovered:?}");
+    assert!(
+        overall.recall() >= 0.99,
+        "recall {:.4} below 0.99",
+        overall.recall()
+    );
+    assert!(
+        overall.fp_rate() <= 0.01,
+        "false positives {:.4} of allowed cases, above 0.01",
+        overall.fp_rate()
     );
 }

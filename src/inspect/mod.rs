@@ -9,7 +9,7 @@
 //! fingerprint walks at most `FINGERPRINT_MAX_DEPTH` levels.
 //!
 //! Layout: `rule.rs` (ids, actions, verdicts), `schema.rs` (`form.schema`),
-//! `secrets.rs` + `lexicon.rs` + `text.rs` (`form.secret`), `urls.rs` (`url.*`,
+//! `secrets.rs` (`form.secret`, over [`crate::lexicon`] and [`crate::text::fold`]), `urls.rs` (`url.*`,
 //! `form.url`), `pii.rs` (value detectors), `response.rs` (`response.invalid`).
 //!
 //! Resolution: every matching rule whose action is not `off` is listed in
@@ -20,13 +20,11 @@
 //! unless the operator set it to `audit`/`off`).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
-pub(crate) mod lexicon;
 pub(crate) mod pii;
 pub(crate) mod response;
 mod rule;
 pub(crate) mod schema;
 pub mod secrets;
-pub(crate) mod text;
 pub(crate) mod urls;
 
 use serde_json::Value;
@@ -77,10 +75,7 @@ impl InspectContext {
     }
 }
 
-/// Fold a property name the way `allow_property_names` entries are folded.
-pub fn fold_name(name: &str) -> String {
-    text::fold(&text::nfkc(name.trim()))
-}
+pub use crate::text::fold::fold_name;
 
 fn enabled(policy: &Policy, rule: RuleId) -> bool {
     policy.action(rule) != RuleAction::Off || policy.kill_switch == KillSwitch::On

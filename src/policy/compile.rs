@@ -13,8 +13,8 @@ use std::time::Duration;
 use super::hosts::{HostPattern, HostSet};
 use super::model::{OnBlock, RawPolicy};
 use super::{FormPolicy, KillSwitch, Policy, UrlPolicy};
-use crate::inspect::secrets::SecretLexicon;
-use crate::inspect::{self, Enforcement, RuleAction, RuleId};
+use crate::lexicon::SecretLexicon;
+use crate::rules::{Enforcement, RuleAction, RuleId};
 
 /// Default `form.max_properties`.
 pub const DEFAULT_MAX_PROPERTIES: u32 = 20;
@@ -181,7 +181,7 @@ pub fn compile_policy(
         .iter()
         .enumerate()
     {
-        let folded = inspect::fold_name(n);
+        let folded = crate::text::fold::fold_name(n);
         if folded.is_empty() {
             errors.push(format!("{fpath}.allow_property_names[{i}]: empty name"));
         } else {

@@ -28,8 +28,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::elicitation::Mode;
-use crate::inspect::secrets::SecretLexicon;
-use crate::inspect::{Enforcement, RuleAction, RuleId};
+use crate::lexicon::SecretLexicon;
+use crate::rules::{Enforcement, RuleAction, RuleId};
 pub use hosts::{HostPattern, HostSet};
 pub use model::OnBlock;
 

@@ -1,15 +1,16 @@
 use super::*;
+use std::sync::Arc;
 
 fn lex() -> Arc<SecretLexicon> {
     SecretLexicon::builtin()
 }
 
 fn label(s: &str) -> Option<String> {
-    lex().scan(s, Role::Label).map(str::to_string)
+    lex().scan(s, Role::Label).map(|m| m.detector.to_string())
 }
 
 fn prose(s: &str) -> Option<String> {
-    lex().scan(s, Role::Prose).map(str::to_string)
+    lex().scan(s, Role::Prose).map(|m| m.detector.to_string())
 }
 
 #[test]
@@ -231,11 +232,11 @@ fn extra_terms_extend_the_lexicon() {
     let l =
         SecretLexicon::build(&["numéro fiscal".to_string(), "社保号".to_string()]).expect("build");
     assert_eq!(
-        l.scan("Numero fiscal", Role::Label),
+        l.scan("Numero fiscal", Role::Label).map(|m| m.detector),
         Some("secret.term:custom")
     );
     assert_eq!(
-        l.scan("请输入社保号", Role::Prose),
+        l.scan("请输入社保号", Role::Prose).map(|m| m.detector),
         Some("secret.term:custom")
     );
     assert!(SecretLexicon::build(&["--".to_string()]).is_err());

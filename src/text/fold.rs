@@ -1,7 +1,10 @@
-//! Text normalisation and word splitting shared by the detectors.
+//! Text normalisation and word splitting shared by the detectors and the lexicon.
 //!
-//! Owns: Unicode folding (NFKC compatibility mapping so full-width `ＡＰＩ` is `API`,
-//! accents removed, lower case, `ß`→`ss`), splitting identifiers and prose into words
+//! Owns: normalisation before matching ([`normalize`]: HTML character references decoded,
+//! every Unicode default-ignorable code point removed — ZWJ, ZWNJ, variation selectors, soft
+//! hyphen, bidi controls — then NFKC so full-width `ＡＰＩ` is `API`), folding ([`fold`]:
+//! accents removed, lower case with the Turkish dotted/dotless i and the Greek final sigma
+//! folded to one letter, `ß`→`ss`, `ł`→`l`, Arabic-script letter variants unified), splitting identifiers and prose into words
 //! across spaces, punctuation, `snake_case`, `kebab-case`, `camelCase`/`PascalCase` and
 //! script changes (`APIキー` → `API` + `キー`), and the "compact" form (folded, only
 //! letters and digits) used for substring matching in scripts written without spaces.
@@ -52,6 +55,10 @@ pub(crate) fn class(c: char) -> CharClass {
     if is_compact_script(c) {
         return CharClass::Compact;
     }
+    if unicode_normalization::char::is_combining_mark(c) {
+        // Vowel signs and viramas of Indic scripts, Hebrew points, …: part of the word.
+        return CharClass::Joiner;
+    }
     match c.script() {
         Script::Inherited => CharClass::Joiner,
         Script::Common if c.is_alphanumeric() => CharClass::Joiner,
@@ -60,13 +67,95 @@ pub(crate) fn class(c: char) -> CharClass {
     }
 }
 
-/// NFKC, without allocating for ASCII.
+/// NFKC after [`normalize`]'s other steps, without allocating for plain ASCII.
 pub(crate) fn nfkc(s: &str) -> Cow<'_, str> {
-    if s.is_ascii() {
-        Cow::Borrowed(s)
-    } else {
-        Cow::Owned(s.nfkc().collect())
+    normalize(s)
+}
+
+/// Everything that must happen before words are compared: HTML character references
+/// (`pass&#119;ord`, `API&nbsp;key`) decoded, default-ignorable code points removed, NFKC.
+/// Plain ASCII without `&` is returned as is.
+pub fn normalize(s: &str) -> Cow<'_, str> {
+    if s.is_ascii() && !s.contains('&') {
+        return Cow::Borrowed(s);
     }
+    let decoded = if s.contains('&') {
+        html_escape::decode_html_entities(s)
+    } else {
+        Cow::Borrowed(s)
+    };
+    if decoded.is_ascii() {
+        return Cow::Owned(decoded.into_owned());
+    }
+    Cow::Owned(
+        decoded
+            .chars()
+            .filter(|c| !is_default_ignorable(*c))
+            .nfkc()
+            .filter(|c| !is_default_ignorable(*c))
+            .collect(),
+    )
+}
+
+/// Unicode's `Default_Ignorable_Code_Point` (DerivedCoreProperties.txt, Unicode 15): code
+/// points a renderer shows as nothing, so a word with one inside looks unchanged. A range
+/// table rather than a crate: no maintained crate exposes this one property, and the list
+/// is fixed by the standard.
+pub fn is_default_ignorable(c: char) -> bool {
+    matches!(
+        c as u32,
+        0x00AD
+            | 0x034F
+            | 0x061C
+            | 0x115F..=0x1160
+            | 0x17B4..=0x17B5
+            | 0x180B..=0x180F
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0x3164
+            | 0xFE00..=0xFE0F
+            | 0xFEFF
+            | 0xFFA0
+            | 0xFFF0..=0xFFF8
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0000..=0xE0FFF
+    )
+}
+
+/// A property or parameter name as policies compare them: trimmed, normalised, folded.
+pub fn fold_name(name: &str) -> String {
+    fold(&normalize(name.trim()))
+}
+
+/// Letters folded to another letter so that spellings users treat as the same compare
+/// equal: Turkish dotless `ı`, Greek final `ς`, letters without a decomposition that
+/// ASCII keyboards replace (`ł`, `đ`, `ø`, …), and the Arabic-script variants Persian and
+/// Urdu write differently (ی/ي/ى, ک/ك, ة/ه, أ/إ/آ/ا, ے, ہ/ھ).
+fn fold_letter(c: char, out: &mut String) -> bool {
+    let to = match c {
+        'ı' => "i",
+        'ς' => "σ",
+        'ł' => "l",
+        'đ' => "d",
+        'ø' => "o",
+        'ħ' => "h",
+        'æ' => "ae",
+        'œ' => "oe",
+        'þ' => "th",
+        'ð' => "d",
+        'ß' | 'ẞ' => "ss",
+        '\u{06CC}' | '\u{0649}' | '\u{06D2}' | '\u{0626}' => "\u{064A}",
+        '\u{06A9}' => "\u{0643}",
+        '\u{0629}' | '\u{06C1}' | '\u{06BE}' | '\u{06C0}' => "\u{0647}",
+        '\u{0623}' | '\u{0625}' | '\u{0622}' | '\u{0671}' => "\u{0627}",
+        '\u{0624}' => "\u{0648}",
+        '\u{0640}' => "",
+        _ => return false,
+    };
+    out.push_str(to);
+    true
 }
 
 /// Fold one word or phrase for comparison: compatibility decomposition, accents
@@ -81,15 +170,21 @@ pub(crate) fn fold(s: &str) -> String {
         return out;
     }
     for c in s.nfkd() {
-        if ('\u{300}'..='\u{36f}').contains(&c) {
+        if ('\u{300}'..='\u{36f}').contains(&c) || is_default_ignorable(c) {
             continue;
         }
-        if c == 'ß' || c == 'ẞ' {
-            out.push_str("ss");
+        // Arabic harakat (fatha, kasra, shadda, sukun, …) and the superscript alef: vowel
+        // marks that most text leaves out.
+        if ('\u{064B}'..='\u{065F}').contains(&c) || c == '\u{0670}' {
+            continue;
+        }
+        if fold_letter(c, &mut out) {
             continue;
         }
         for l in c.to_lowercase() {
-            out.push(l);
+            if !('\u{300}'..='\u{36f}').contains(&l) && !fold_letter(l, &mut out) {
+                out.push(l);
+            }
         }
     }
     out
@@ -98,7 +193,7 @@ pub(crate) fn fold(s: &str) -> String {
 /// The compact form: folded text keeping only word and compact characters (all
 /// separators removed), for substring matching of compact-script terms.
 pub(crate) fn compact(s: &str) -> String {
-    let folded = fold(s);
+    let folded = fold(&normalize(s));
     folded
         .chars()
         .filter(|c| !matches!(class(*c), CharClass::Separator))
@@ -118,7 +213,7 @@ pub(crate) struct Word {
 /// scripts. Compact-script runs act as separators here (they are matched on the
 /// compact form instead).
 pub(crate) fn words(text: &str) -> Vec<Word> {
-    if text.is_ascii() {
+    if text.is_ascii() && !text.contains('&') {
         return ascii_words(text);
     }
     let text = nfkc(text);

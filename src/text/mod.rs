@@ -1,5 +1,8 @@
-//! Text decoding shared by the detectors and the audit scrubber, so that what is redacted is
-//! read exactly as what is detected.
+//! Text handling shared by the detectors, the lexicon, the policy and the audit scrubber, so
+//! that what is redacted is read exactly as what is detected: bounded percent-decoding (here)
+//! and Unicode normalisation, folding and word splitting ([`fold`]).
+
+pub mod fold;
 
 use percent_encoding::percent_decode_str;
 use std::borrow::Cow;

@@ -1,0 +1,742 @@
+//! The compiled secret lexicon: the data's terms as word-sequence and substring matchers,
+//! built once per distinct `extra_secret_terms` set, and `scan` over one text.
+//!
+//! How matching works, and the false-positive care behind it:
+//! - **Space-delimited scripts match whole words.** Text is normalised and split into
+//!   folded words (`crate::text::fold`), so `apiKey`, `API_KEY`, `x-api-key`, `Clé d'API`
+//!   match while `monkey`, `tokenizer`, `keyboard_layout` do not. A term's last word may be a
+//!   stem (`hasł*`), a word with trailing digits also matches without them (`password2`),
+//!   clitic prefixes glued to a word are stripped (`وكلمة`, `הסיסמה`), and a few glued
+//!   compounds match as word *endings* (`dbpassword`), never as beginnings.
+//! - **Scripts without spaces match substrings** (Han, kana, Hangul, Thai) on the compact
+//!   form, leftmost-longest, with "suppressor" phrases that shadow the shorter term.
+//! - **A term naming a property of the secret is not a request for it**: a term followed by
+//!   a meta word (`password policy`, `token count`) or preceded by one, possibly across
+//!   linkers (`max_tokens`, `length of the password`) is ignored; `benign` phrases
+//!   (`secret santa`, `pin on the map`) shadow every term inside them.
+//! - **Strong vs weak terms**: weak terms match in labels; in prose only within three words
+//!   of a request cue (before, or after for verb-final languages). In [`Role::Hidden`]
+//!   texts (enum option titles, defaults, booleans) every term needs a cue.
+//! - **Obfuscation** is undone before a second look, only when the first found nothing:
+//!   homoglyph skeletons (`раssword` in Cyrillic, `secret.confusable:*`), leetspeak
+//!   (`p@ssw0rd`) and letters spaced apart (`p a s s w o r d`) (`secret.obfuscated:*`).
+//!
+//! Never: records the text it scanned; a match names only its detector.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, LazyLock};
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+use super::{Category, Data, Strength};
+use crate::text::fold::{self as text, Word};
+
+/// Where a text sits, which decides whether terms need a request cue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// A field label: property name or title. Every term counts.
+    Label,
+    /// Prose: description or message. Weak terms need a cue.
+    Prose,
+    /// A place that cannot itself receive a secret but can tell the user to type one
+    /// elsewhere (enum option titles, `enumNames`, defaults, boolean texts): every term
+    /// needs a cue.
+    Hidden,
+}
+
+/// A scan's result: which term matched and its detector name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Match<'a> {
+    pub term: usize,
+    pub detector: &'a str,
+}
+
+#[derive(Debug)]
+struct TermInfo {
+    detector: String,
+    confusable_detector: String,
+    obfuscated_detector: String,
+    strength: Strength,
+    /// Benign senses (each a folded word sequence) of this weak term.
+    senses: Vec<Vec<String>>,
+}
+
+#[derive(Debug, Clone)]
+struct Pat {
+    text: String,
+    stem: bool,
+}
+
+impl Pat {
+    fn of(word: &str) -> Pat {
+        match word.strip_suffix('*') {
+            Some(s) => Pat {
+                text: s.to_owned(),
+                stem: true,
+            },
+            None => Pat {
+                text: word.to_owned(),
+                stem: false,
+            },
+        }
+    }
+
+    fn fits(&self, key: &str) -> bool {
+        if self.stem {
+            key.starts_with(self.text.as_str())
+        } else {
+            key == self.text || strip_digits(key) == Some(self.text.as_str())
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Seq {
+    /// Words after the first.
+    rest: Vec<Pat>,
+    /// The term, or `None` for a benign phrase.
+    term: Option<usize>,
+}
+
+struct Context {
+    meta_after: HashSet<String>,
+    meta_before: HashSet<String>,
+    linkers: HashSet<String>,
+    cues: HashSet<String>,
+    /// Folded clitic prefixes, longest first.
+    clitics: Vec<String>,
+}
+
+/// The compiled secret lexicon.
+pub struct SecretLexicon {
+    terms: Vec<TermInfo>,
+    by_first: HashMap<String, Vec<Seq>>,
+    /// First-word stems by their first three characters: `(stem, seq)`.
+    stems: HashMap<String, Vec<(String, Seq)>>,
+    by_first_skeleton: HashMap<String, Vec<Seq>>,
+    suffixes: Vec<(String, usize)>,
+    compact: Option<AhoCorasick>,
+    /// Per compact pattern: the term it names, or `None` for a suppressor.
+    compact_kinds: Vec<Option<usize>>,
+    compact_cues: AhoCorasick,
+    ctx: Context,
+}
+
+impl std::fmt::Debug for SecretLexicon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecretLexicon")
+            .field("terms", &self.terms.len())
+            .finish_non_exhaustive()
+    }
+}
+
+static BUILTIN: LazyLock<Arc<SecretLexicon>> = LazyLock::new(|| {
+    // The built-in data is fixed and covered by tests; failure here is a build defect.
+    #[allow(clippy::expect_used)]
+    let lex = SecretLexicon::build(&[]).expect("built-in secret lexicon compiles");
+    Arc::new(lex)
+});
+
+fn skeleton_fold(word: &str) -> String {
+    let sk: String = unicode_security::skeleton(word).collect();
+    text::fold(&sk)
+}
+
+fn has_compact_char(s: &str) -> bool {
+    !s.is_ascii() && s.chars().any(text::is_compact_script)
+}
+
+/// `word` without its trailing ASCII digits, when it has letters before them.
+fn strip_digits(word: &str) -> Option<&str> {
+    let t = word.trim_end_matches(|c: char| c.is_ascii_digit());
+    (t.len() < word.len() && t.chars().count() >= 2).then_some(t)
+}
+
+fn first_chars(s: &str, n: usize) -> Option<String> {
+    let p: String = s.chars().take(n).collect();
+    (p.chars().count() == n).then_some(p)
+}
+
+fn folded_words(s: &str) -> Vec<String> {
+    text::words(s).into_iter().map(|w| w.folded).collect()
+}
+
+fn folded_set(list: &[&str]) -> HashSet<String> {
+    list.iter()
+        .map(|w| text::fold(&text::normalize(w)))
+        .collect()
+}
+
+/// The shared index build: one entry per distinct word sequence.
+struct Builder {
+    terms: Vec<TermInfo>,
+    by_first: HashMap<String, Vec<Seq>>,
+    stems: HashMap<String, Vec<(String, Seq)>>,
+    by_first_skeleton: HashMap<String, Vec<Seq>>,
+    compact_patterns: Vec<String>,
+    compact_kinds: Vec<Option<usize>>,
+    seen: HashSet<String>,
+}
+
+impl Builder {
+    fn add_words(&mut self, words: &[String], term: Option<usize>) -> bool {
+        let Some((first, rest)) = words.split_first() else {
+            return false;
+        };
+        if !self.seen.insert(format!("w:{}", words.join(" "))) {
+            return false;
+        }
+        let seq = Seq {
+            rest: rest.iter().map(|w| Pat::of(w)).collect(),
+            term,
+        };
+        let head = Pat::of(first);
+        if head.stem {
+            match first_chars(&head.text, 3) {
+                Some(key) => self
+                    .stems
+                    .entry(key)
+                    .or_default()
+                    .push((head.text.clone(), seq.clone())),
+                None => return false,
+            }
+        } else {
+            self.by_first
+                .entry(head.text.clone())
+                .or_default()
+                .push(seq);
+        }
+        if term.is_some() && !head.stem {
+            let sk: Vec<String> = words.iter().map(|w| skeleton_fold(w)).collect();
+            if let Some((sk_first, sk_rest)) = sk.split_first() {
+                self.by_first_skeleton
+                    .entry(sk_first.clone())
+                    .or_default()
+                    .push(Seq {
+                        rest: sk_rest.iter().map(|w| Pat::of(w)).collect(),
+                        term,
+                    });
+            }
+        }
+        true
+    }
+
+    /// Adds one phrase (a term when `term` is set, else a benign phrase / suppressor).
+    fn add(&mut self, phrase: &str, term: Option<usize>) -> bool {
+        let norm = text::normalize(phrase);
+        if has_compact_char(&norm) {
+            let pattern = text::compact(phrase);
+            if pattern.is_empty() || !self.seen.insert(format!("c:{pattern}")) {
+                return false;
+            }
+            self.compact_patterns.push(pattern);
+            self.compact_kinds.push(term);
+            return true;
+        }
+        // Split on spaces first so a trailing `*` survives word splitting.
+        let mut words = Vec::new();
+        for part in norm.split_whitespace() {
+            let stem = part.ends_with('*');
+            let mut ws = folded_words(part.trim_end_matches('*'));
+            if stem {
+                if let Some(last) = ws.last_mut() {
+                    last.push('*');
+                }
+            }
+            words.append(&mut ws);
+        }
+        self.add_words(&words, term)
+    }
+}
+
+impl SecretLexicon {
+    /// The built-in lexicon (shared).
+    pub fn builtin() -> Arc<SecretLexicon> {
+        Arc::clone(&BUILTIN)
+    }
+
+    /// The built-in lexicon plus `extra` terms (category `custom`, strong). Errors name
+    /// the offending extra term by index.
+    pub fn build(extra: &[String]) -> Result<SecretLexicon, Vec<String>> {
+        let data = Data::builtin().map_err(<[String]>::to_vec)?;
+        let mut errors = Vec::new();
+        let mut b = Builder {
+            terms: Vec::new(),
+            by_first: HashMap::new(),
+            stems: HashMap::new(),
+            by_first_skeleton: HashMap::new(),
+            compact_patterns: Vec::new(),
+            compact_kinds: Vec::new(),
+            seen: HashSet::new(),
+        };
+        let mut entries: Vec<(String, Category, Strength, &str)> = Vec::new();
+        for t in &data.terms {
+            let detector = format!("{}@{}", t.category.as_str(), t.lang);
+            entries.push((detector, t.category, t.strength, t.text));
+        }
+        for (i, term) in extra.iter().enumerate() {
+            if !text::compact(term).chars().any(char::is_alphabetic) {
+                errors.push(format!("extra_secret_terms[{i}]: term has no letters"));
+                continue;
+            }
+            let cat = Category::Custom;
+            entries.push((
+                cat.as_str().to_owned(),
+                cat,
+                Strength::Strong,
+                term.as_str(),
+            ));
+        }
+        let mut by_text: HashMap<String, Vec<usize>> = HashMap::new();
+        for (detector, cat, strength, phrase) in entries {
+            let id = b.terms.len();
+            if !b.add(phrase, Some(id)) {
+                continue;
+            }
+            by_text
+                .entry(text::fold(&text::normalize(phrase)))
+                .or_default()
+                .push(id);
+            b.terms.push(TermInfo {
+                detector: format!("secret.term:{detector}"),
+                confusable_detector: format!("secret.confusable:{}", cat.as_str()),
+                obfuscated_detector: format!("secret.obfuscated:{}", cat.as_str()),
+                strength,
+                senses: Vec::new(),
+            });
+        }
+        for phrase in &data.benign {
+            b.add(phrase, None);
+        }
+        for s in &data.suppress {
+            b.compact_patterns.push(text::compact(s));
+            b.compact_kinds.push(None);
+        }
+        for sense in &data.senses {
+            let key = text::fold(&text::normalize(sense.term));
+            let Some(ids) = by_text.get(&key) else {
+                errors.push(format!("sense for `{}`: no such term", sense.term));
+                continue;
+            };
+            let words: Vec<Vec<String>> = sense.words.iter().map(|w| folded_words(w)).collect();
+            for &id in ids {
+                b.terms[id].senses.extend(words.iter().cloned());
+            }
+        }
+        for seqs in b
+            .by_first
+            .values_mut()
+            .chain(b.by_first_skeleton.values_mut())
+        {
+            seqs.sort_by_key(|q| std::cmp::Reverse(q.rest.len()));
+        }
+        let mut suffixes = Vec::new();
+        for s in &data.suffix {
+            let folded = text::fold(s);
+            let term = b
+                .by_first
+                .get(&folded)
+                .and_then(|seqs| seqs.iter().find(|q| q.rest.is_empty()))
+                .and_then(|q| q.term);
+            match term {
+                Some(t) => suffixes.push((folded, t)),
+                None => errors.push(format!("suffix term `{s}` is not a single-word term")),
+            }
+        }
+        let compact = Self::automaton(&b.compact_patterns, &mut errors);
+        let cue_patterns: Vec<String> =
+            data.compact_cues.iter().map(|c| text::compact(c)).collect();
+        let compact_cues = match AhoCorasick::new(&cue_patterns) {
+            Ok(ac) => ac,
+            Err(e) => {
+                errors.push(format!("secret cue automaton: {e}"));
+                return Err(errors);
+            }
+        };
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let mut clitics: Vec<String> = data.clitics.iter().map(|c| text::fold(c)).collect();
+        clitics.sort_by_key(|c| std::cmp::Reverse(c.chars().count()));
+        clitics.dedup();
+        Ok(SecretLexicon {
+            terms: b.terms,
+            by_first: b.by_first,
+            stems: b.stems,
+            by_first_skeleton: b.by_first_skeleton,
+            suffixes,
+            compact,
+            compact_kinds: b.compact_kinds,
+            compact_cues,
+            ctx: Context {
+                meta_after: folded_set(&data.meta_after),
+                meta_before: folded_set(&data.meta_before),
+                linkers: folded_set(&data.linkers),
+                cues: folded_set(&data.cues),
+                clitics,
+            },
+        })
+    }
+
+    fn automaton(patterns: &[String], errors: &mut Vec<String>) -> Option<AhoCorasick> {
+        if patterns.is_empty() {
+            return None;
+        }
+        match AhoCorasickBuilder::new()
+            .match_kind(MatchKind::LeftmostLongest)
+            .build(patterns)
+        {
+            Ok(ac) => Some(ac),
+            Err(e) => {
+                errors.push(format!("secret lexicon automaton: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Number of compiled terms (for load-time reporting).
+    pub fn len(&self) -> usize {
+        self.terms.len()
+    }
+
+    /// Whether the lexicon holds no term.
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// Is `term` a weak term whose benign sense one of `texts` names?
+    pub fn benign_sense(&self, term: usize, texts: &[&str]) -> bool {
+        let Some(info) = self.terms.get(term) else {
+            return false;
+        };
+        if info.strength != Strength::Weak || info.senses.is_empty() {
+            return false;
+        }
+        texts.iter().any(|t| {
+            let words = folded_words(t);
+            info.senses.iter().any(|sense| {
+                !sense.is_empty() && words.windows(sense.len()).any(|w| w == sense.as_slice())
+            })
+        })
+    }
+
+    /// The first secret term requested by `text`, if any.
+    pub fn scan(&self, text: &str, role: Role) -> Option<Match<'_>> {
+        let words = text::words(text);
+        let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
+        if let Some(t) = self.scan_words(&words, &keys, role, &self.by_first, false) {
+            return Some(self.hit(t, |i| &i.detector));
+        }
+        if has_compact_char(text) {
+            if let Some(t) = self.scan_compact(text, role) {
+                return Some(self.hit(t, |i| &i.detector));
+            }
+        }
+        if words.iter().any(|w| w.non_latin) {
+            let skeletons: Vec<String> = words.iter().map(|w| skeleton_fold(&w.folded)).collect();
+            let keys: Vec<&str> = skeletons.iter().map(String::as_str).collect();
+            if let Some(t) = self.scan_words(&words, &keys, role, &self.by_first_skeleton, true) {
+                return Some(self.hit(t, |i| &i.confusable_detector));
+            }
+        }
+        self.scan_obfuscated(text, &words, role)
+            .map(|t| self.hit(t, |i| &i.obfuscated_detector))
+    }
+
+    fn hit(&self, term: usize, name: impl Fn(&TermInfo) -> &String) -> Match<'_> {
+        Match {
+            term,
+            detector: name(&self.terms[term]),
+        }
+    }
+
+    /// Leetspeak undone, and letters spaced apart joined; `None` when neither applies.
+    fn scan_obfuscated(&self, text: &str, words: &[Word], role: Role) -> Option<usize> {
+        if let Some(plain) = unleet(&text::normalize(text)) {
+            let words = text::words(&plain);
+            let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
+            if let Some(t) = self.scan_words(&words, &keys, role, &self.by_first, false) {
+                return Some(t);
+            }
+        }
+        let joined = join_spaced(words)?;
+        let keys: Vec<&str> = joined.iter().map(|w| w.folded.as_str()).collect();
+        self.scan_words(&joined, &keys, role, &self.by_first, false)
+    }
+
+    fn scan_words(
+        &self,
+        words: &[Word],
+        keys: &[&str],
+        role: Role,
+        index: &HashMap<String, Vec<Seq>>,
+        need_non_latin: bool,
+    ) -> Option<usize> {
+        let mut i = 0;
+        while i < keys.len() {
+            let Some((term, len)) = self.match_at(keys, i, index, need_non_latin) else {
+                i += 1;
+                continue;
+            };
+            let Some(term) = term else {
+                // A benign phrase shadows every term inside it.
+                i += len;
+                continue;
+            };
+            // A suppressed phrase also covers the shorter terms inside it
+            // ("personal access token name" must not re-match at "access token").
+            if self.suppressed(keys, i, len) {
+                i += len;
+                continue;
+            }
+            let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(|w| w.non_latin);
+            let cue_ok = match role {
+                Role::Label => true,
+                Role::Prose => {
+                    self.terms[term].strength == Strength::Strong || self.cued(keys, i, len)
+                }
+                Role::Hidden => self.cued(keys, i, len),
+            };
+            if homoglyph_ok && cue_ok {
+                return Some(term);
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The longest sequence starting at `keys[i]`: `(term or benign, words covered)`.
+    fn match_at(
+        &self,
+        keys: &[&str],
+        i: usize,
+        index: &HashMap<String, Vec<Seq>>,
+        skeletons_only: bool,
+    ) -> Option<(Option<usize>, usize)> {
+        let mut best: Option<(Option<usize>, usize)> = None;
+        let consider = |seq: &Seq, best: &mut Option<(Option<usize>, usize)>| {
+            let n = seq.rest.len();
+            let fits = i + 1 + n <= keys.len()
+                && keys[i + 1..i + 1 + n]
+                    .iter()
+                    .zip(&seq.rest)
+                    .all(|(k, p)| p.fits(k));
+            if fits && best.is_none_or(|(_, l)| n + 1 > l) {
+                *best = Some((seq.term, n + 1));
+            }
+        };
+        for head in self.heads(keys[i]) {
+            if let Some(seqs) = index.get(head) {
+                for seq in seqs {
+                    consider(seq, &mut best);
+                }
+            }
+            if skeletons_only {
+                continue;
+            }
+            if let Some(key) = first_chars(head, 3) {
+                for (stem, seq) in self.stems.get(&key).into_iter().flatten() {
+                    if head.starts_with(stem.as_str()) {
+                        consider(seq, &mut best);
+                    }
+                }
+            }
+        }
+        if best.is_some() || skeletons_only {
+            return best;
+        }
+        let word = keys[i];
+        self.suffixes
+            .iter()
+            .find(|(s, _)| word.len() > s.len() && word.ends_with(s.as_str()))
+            .map(|(_, t)| (Some(*t), 1))
+    }
+
+    /// The forms of one word a term may start with: itself, without trailing digits,
+    /// without a glued clitic prefix.
+    fn heads<'k>(&'k self, word: &'k str) -> impl Iterator<Item = &'k str> + 'k {
+        let digits = strip_digits(word);
+        let clitic = self.ctx.clitics.iter().find_map(move |c| {
+            word.strip_prefix(c.as_str())
+                .filter(|rest| rest.chars().count() >= 2)
+        });
+        std::iter::once(word).chain(digits).chain(clitic)
+    }
+
+    fn suppressed(&self, keys: &[&str], i: usize, len: usize) -> bool {
+        let ctx = &self.ctx;
+        if keys
+            .get(i + len)
+            .is_some_and(|w| ctx.meta_after.contains(*w))
+        {
+            return true;
+        }
+        let mut j = i;
+        let mut skipped = 0;
+        while j > 0 {
+            j -= 1;
+            let w = keys[j];
+            if ctx.linkers.contains(w) && skipped < 3 {
+                skipped += 1;
+                continue;
+            }
+            return ctx.meta_before.contains(w);
+        }
+        false
+    }
+
+    /// A request cue within three words before the term, or after it (verb-final
+    /// languages: `şifrenizi girin`, `पासवर्ड दर्ज करें`).
+    fn cued(&self, keys: &[&str], i: usize, len: usize) -> bool {
+        let after = (i + len + 3).min(keys.len());
+        keys[i.saturating_sub(3)..i]
+            .iter()
+            .chain(&keys[i + len..after])
+            .any(|w| self.ctx.cues.contains(*w))
+    }
+
+    fn scan_compact(&self, text: &str, role: Role) -> Option<usize> {
+        let ac = self.compact.as_ref()?;
+        let c = text::compact(text);
+        for m in ac.find_iter(&c) {
+            let Some(term) = self
+                .compact_kinds
+                .get(m.pattern().as_usize())
+                .copied()
+                .flatten()
+            else {
+                continue;
+            };
+            let needs_cue = match role {
+                Role::Label => false,
+                Role::Prose => self.terms[term].strength == Strength::Weak,
+                Role::Hidden => true,
+            };
+            if needs_cue && !self.compact_cued(&c, m.start(), m.end()) {
+                continue;
+            }
+            return Some(term);
+        }
+        None
+    }
+
+    fn compact_cued(&self, c: &str, start: usize, end: usize) -> bool {
+        const WINDOW: usize = 24;
+        let lo = start.saturating_sub(WINDOW);
+        let hi = (end + WINDOW).min(c.len());
+        self.compact_cues
+            .find_iter(c)
+            .any(|m| m.end() >= lo && m.start() <= hi)
+    }
+}
+
+/// The letter a leetspeak character stands for.
+fn leet(c: char) -> Option<char> {
+    Some(match c {
+        '0' => 'o',
+        '1' | '!' => 'i',
+        '3' => 'e',
+        '4' | '@' => 'a',
+        '5' | '$' => 's',
+        '7' => 't',
+        '|' => 'l',
+        _ => return None,
+    })
+}
+
+/// `text` with leetspeak characters inside letter runs replaced (`p@ssw0rd` → `password`,
+/// `4pi` → `api`); `None` when there is none. A run must hold two letters or more, so
+/// numbers and lone symbols stay as they are.
+fn unleet(text: &str) -> Option<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let in_run = |c: char| c.is_alphanumeric() || leet(c).is_some();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < chars.len() {
+        if !in_run(chars[i]) {
+            out.push(chars[i]);
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < chars.len() && in_run(chars[i]) {
+            i += 1;
+        }
+        let run = &chars[start..i];
+        let letters = run.iter().filter(|c| c.is_alphabetic()).count();
+        for &c in run {
+            match leet(c) {
+                Some(l) if letters >= 2 => {
+                    out.push(l);
+                    changed = true;
+                }
+                _ => out.push(c),
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
+/// Words with every run of four or more one-letter words joined into one (`p a s s w o r
+/// d`, `P-A-S-S-W-O-R-D`); `None` when there is no such run.
+fn join_spaced(words: &[Word]) -> Option<Vec<Word>> {
+    let single =
+        |w: &Word| w.folded.chars().count() == 1 && w.folded.chars().all(char::is_alphabetic);
+    let mut out = Vec::with_capacity(words.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < words.len() {
+        let mut j = i;
+        while j < words.len() && single(&words[j]) {
+            j += 1;
+        }
+        if j - i >= 4 {
+            let folded: String = words[i..j].iter().map(|w| w.folded.as_str()).collect();
+            let non_latin = words[i..j].iter().any(|w| w.non_latin);
+            out.push(Word { folded, non_latin });
+            changed = true;
+            i = j;
+        } else {
+            out.push(words[i].clone());
+            i += 1;
+        }
+    }
+    changed.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leetspeak_is_undone_inside_words_only() {
+        assert_eq!(unleet("p@ssw0rd").as_deref(), Some("password"));
+        assert_eq!(unleet("pa$$word").as_deref(), Some("password"));
+        assert_eq!(unleet("4pi key").as_deref(), Some("api key"));
+        assert_eq!(unleet("step 1 of 3"), None);
+        assert_eq!(unleet("plain"), None);
+    }
+
+    #[test]
+    fn spaced_letters_are_joined() {
+        let words = text::words("p a s s w o r d please");
+        let joined =
+            join_spaced(&words).map(|w| w.into_iter().map(|w| w.folded).collect::<Vec<_>>());
+        assert_eq!(
+            joined,
+            Some(vec!["password".to_owned(), "please".to_owned()])
+        );
+        assert!(join_spaced(&text::words("a b c")).is_none());
+    }
+
+    #[test]
+    fn the_builtin_lexicon_compiles() {
+        let lex = SecretLexicon::builtin();
+        assert!(!lex.is_empty());
+        assert!(lex.scan("password2", Role::Label).is_some());
+        assert!(lex.scan("p a s s w o r d", Role::Label).is_some());
+        assert!(lex.scan("pass\u{200d}word", Role::Label).is_some());
+        assert!(lex.scan("p@ssw0rd", Role::Label).is_some());
+    }
+}

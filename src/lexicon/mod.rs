@@ -1,0 +1,294 @@
+//! The secret lexicon: what words name a secret, in which language, and the context words
+//! that turn a mention into a request or into a property of the secret.
+//!
+//! Owns: the concept vocabulary ([`Category`], [`Strength`]), the per-language word lists in
+//! `data/*.txt` (format in `data/README.md`, sources in each file's header and in
+//! `docs/research/lexicon-sources.md`), parsing them once ([`Data::builtin`]), and the
+//! compiled matcher ([`SecretLexicon`], in `matcher.rs`) that `policy` builds at load with
+//! an operator's `extra_secret_terms` and `inspect` runs over a form's texts.
+//! Never: walks schemas or decides rules — that is `inspect::secrets`.
+//!
+//! Below both `policy` and `inspect` (layering): neither imports the other for it.
+
+mod matcher;
+
+pub use matcher::{Match, Role, SecretLexicon};
+
+use std::sync::LazyLock;
+
+/// What kind of secret a term names; part of the detector name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Category {
+    Password,
+    SeedPhrase,
+    ApiKey,
+    Token,
+    ClientSecret,
+    PrivateKey,
+    Session,
+    Otp,
+    Pin,
+    Card,
+    CardExpiry,
+    Cvv,
+    Bank,
+    NationalId,
+    Credentials,
+    /// From a policy's `extra_secret_terms`.
+    Custom,
+}
+
+impl Category {
+    /// Every built-in concept, in documentation order.
+    pub const BUILTIN: [Category; 15] = [
+        Category::Password,
+        Category::SeedPhrase,
+        Category::Pin,
+        Category::Otp,
+        Category::ApiKey,
+        Category::Token,
+        Category::ClientSecret,
+        Category::PrivateKey,
+        Category::Card,
+        Category::CardExpiry,
+        Category::Cvv,
+        Category::Bank,
+        Category::NationalId,
+        Category::Session,
+        Category::Credentials,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::Password => "password",
+            Category::SeedPhrase => "seed_phrase",
+            Category::ApiKey => "api_key",
+            Category::Token => "token",
+            Category::ClientSecret => "client_secret",
+            Category::PrivateKey => "private_key",
+            Category::Session => "session",
+            Category::Otp => "otp",
+            Category::Pin => "pin",
+            Category::Card => "card",
+            Category::CardExpiry => "card_expiry",
+            Category::Cvv => "cvv",
+            Category::Bank => "bank",
+            Category::NationalId => "national_id",
+            Category::Credentials => "credentials",
+            Category::Custom => "custom",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Category> {
+        Category::BUILTIN.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+/// Where a term may match; see `data/README.md`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Strength {
+    Strong,
+    Weak,
+}
+
+/// One term of one language, as written in the data.
+#[derive(Debug, Clone)]
+pub struct Term {
+    pub category: Category,
+    pub lang: &'static str,
+    pub strength: Strength,
+    pub text: &'static str,
+}
+
+/// A weak term's benign senses: in a field whose texts contain one of `words`, the term
+/// (folded) means something else.
+#[derive(Debug, Clone)]
+pub struct Sense {
+    pub term: &'static str,
+    pub words: Vec<&'static str>,
+}
+
+/// Everything the data files say, merged over languages.
+#[derive(Debug, Default)]
+pub struct Data {
+    pub terms: Vec<Term>,
+    pub meta_after: Vec<&'static str>,
+    pub meta_before: Vec<&'static str>,
+    pub linkers: Vec<&'static str>,
+    pub cues: Vec<&'static str>,
+    pub compact_cues: Vec<&'static str>,
+    pub suppress: Vec<&'static str>,
+    pub benign: Vec<&'static str>,
+    pub suffix: Vec<&'static str>,
+    pub clitics: Vec<&'static str>,
+    pub senses: Vec<Sense>,
+    /// Languages in file order.
+    pub languages: Vec<&'static str>,
+}
+
+/// The embedded data files, `(file name, text)`.
+const FILES: &[(&str, &str)] = &[
+    ("shared.txt", include_str!("data/shared.txt")),
+    ("en.txt", include_str!("data/en.txt")),
+    ("zh.txt", include_str!("data/zh.txt")),
+    ("es.txt", include_str!("data/es.txt")),
+    ("ar.txt", include_str!("data/ar.txt")),
+    ("pt.txt", include_str!("data/pt.txt")),
+    ("id.txt", include_str!("data/id.txt")),
+    ("fr.txt", include_str!("data/fr.txt")),
+    ("ja.txt", include_str!("data/ja.txt")),
+    ("ru.txt", include_str!("data/ru.txt")),
+    ("de.txt", include_str!("data/de.txt")),
+    ("ko.txt", include_str!("data/ko.txt")),
+    ("tr.txt", include_str!("data/tr.txt")),
+    ("vi.txt", include_str!("data/vi.txt")),
+    ("it.txt", include_str!("data/it.txt")),
+    ("pl.txt", include_str!("data/pl.txt")),
+    ("fa.txt", include_str!("data/fa.txt")),
+    ("nl.txt", include_str!("data/nl.txt")),
+    ("th.txt", include_str!("data/th.txt")),
+    ("uk.txt", include_str!("data/uk.txt")),
+    ("hi.txt", include_str!("data/hi.txt")),
+    ("bn.txt", include_str!("data/bn.txt")),
+    ("ur.txt", include_str!("data/ur.txt")),
+    ("he.txt", include_str!("data/he.txt")),
+    ("sv.txt", include_str!("data/sv.txt")),
+    ("cs.txt", include_str!("data/cs.txt")),
+    ("ro.txt", include_str!("data/ro.txt")),
+    ("hu.txt", include_str!("data/hu.txt")),
+    ("el.txt", include_str!("data/el.txt")),
+    ("fil.txt", include_str!("data/fil.txt")),
+    ("da.txt", include_str!("data/da.txt")),
+    ("no.txt", include_str!("data/no.txt")),
+    ("fi.txt", include_str!("data/fi.txt")),
+    ("sw.txt", include_str!("data/sw.txt")),
+];
+
+static BUILTIN_DATA: LazyLock<Result<Data, Vec<String>>> = LazyLock::new(|| {
+    let mut data = Data::default();
+    let mut errors = Vec::new();
+    for (name, text) in FILES {
+        data.parse_file(name, text, &mut errors);
+    }
+    if errors.is_empty() {
+        Ok(data)
+    } else {
+        Err(errors)
+    }
+});
+
+fn items(list: &'static str) -> impl Iterator<Item = &'static str> {
+    list.split('|').map(str::trim).filter(|t| !t.is_empty())
+}
+
+impl Data {
+    /// The parsed built-in data, or every malformed line (a build defect: the unit tests
+    /// parse it).
+    pub fn builtin() -> Result<&'static Data, &'static [String]> {
+        match &*BUILTIN_DATA {
+            Ok(d) => Ok(d),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn parse_file(&mut self, name: &str, text: &'static str, errors: &mut Vec<String>) {
+        let mut lang: Option<&'static str> = None;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let at = || format!("{name}:{}", n + 1);
+            if let Some(code) = line.strip_prefix("@lang ") {
+                let code = code.trim();
+                if !self.languages.contains(&code) && code != "mul" {
+                    self.languages.push(code);
+                }
+                lang = Some(code);
+                continue;
+            }
+            let Some((key, list)) = line.split_once(':') else {
+                errors.push(format!("{}: no `key:`", at()));
+                continue;
+            };
+            let key = key.trim();
+            if let Some(term) = key.strip_prefix("sense ") {
+                self.senses.push(Sense {
+                    term: term.trim(),
+                    words: items(list).collect(),
+                });
+                continue;
+            }
+            let target = match key {
+                "meta_after" => Some(&mut self.meta_after),
+                "meta_before" => Some(&mut self.meta_before),
+                "linkers" => Some(&mut self.linkers),
+                "cues" => Some(&mut self.cues),
+                "compact_cues" => Some(&mut self.compact_cues),
+                "suppress" => Some(&mut self.suppress),
+                "benign" => Some(&mut self.benign),
+                "suffix" => Some(&mut self.suffix),
+                "clitics" => Some(&mut self.clitics),
+                _ => None,
+            };
+            if let Some(target) = target {
+                target.extend(items(list));
+                continue;
+            }
+            let (cat, strength) = match key.strip_suffix(" weak") {
+                Some(c) => (c.trim(), Strength::Weak),
+                None => (key, Strength::Strong),
+            };
+            let Some(category) = Category::parse(cat) else {
+                errors.push(format!("{}: unknown key `{key}`", at()));
+                continue;
+            };
+            let Some(lang) = lang else {
+                errors.push(format!("{}: a term before `@lang`", at()));
+                continue;
+            };
+            for t in items(list) {
+                self.terms.push(Term {
+                    category,
+                    lang,
+                    strength,
+                    text: t,
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_data_files_parse_and_cover_every_language_and_concept() {
+        let data = match Data::builtin() {
+            Ok(d) => d,
+            Err(e) => panic!("lexicon data: {e:#?}"),
+        };
+        let langs = [
+            "en", "zh", "es", "ar", "pt", "id", "ms", "fr", "ja", "ru", "de", "ko", "tr", "vi",
+            "it", "pl", "fa", "nl", "th", "uk", "hi", "bn", "ur", "he", "sv", "cs", "ro", "hu",
+            "el", "fil", "da", "no", "fi", "sw",
+        ];
+        let mut missing = Vec::new();
+        for lang in langs {
+            for cat in Category::BUILTIN {
+                if cat == Category::Credentials {
+                    continue;
+                }
+                if !data
+                    .terms
+                    .iter()
+                    .any(|t| t.lang == lang && t.category == cat)
+                {
+                    missing.push(format!("{lang}/{}", cat.as_str()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no terms for {missing:?}");
+    }
+}
