@@ -157,12 +157,11 @@ fn check_value(loc: &str, prop: &Value, value: &Value, hits: &mut Hits) {
                 }
             }
             if let Some(p) = prop.get("pattern").and_then(Value::as_str) {
-                let matched = regex::RegexBuilder::new(p)
-                    .size_limit(1 << 16)
-                    .build()
-                    .map(|r| r.is_match(s));
-                if matched != Ok(true) {
-                    hits.add(RULE, loc, "response.pattern");
+                let tested = super::pattern::EcmaPattern::compile(p).map(|r| r.test(s));
+                match tested {
+                    Ok(Some(true)) => {}
+                    Ok(None) => hits.add(RULE, loc, "response.pattern_cost"),
+                    _ => hits.add(RULE, loc, "response.pattern"),
                 }
             }
         }

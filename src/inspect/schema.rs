@@ -385,18 +385,14 @@ fn check_string(loc: &str, obj: &Map<String, Value>, hits: &mut Hits) {
         }
     }
     if let Some(p) = obj.get("pattern") {
-        let compiles = p.as_str().is_some_and(|p| {
-            regex::RegexBuilder::new(p)
-                .size_limit(1 << 16)
-                .build()
-                .is_ok()
-        });
-        if !compiles {
-            hits.add(
-                RuleId::FormSchema,
-                format!("{loc}.pattern"),
-                "schema.pattern",
-            );
+        let compiled = p.as_str().map(super::pattern::EcmaPattern::compile);
+        let detector = match compiled {
+            Some(Ok(_)) => None,
+            Some(Err(super::pattern::Refused::Exponential)) => Some("schema.pattern_cost"),
+            _ => Some("schema.pattern"),
+        };
+        if let Some(d) = detector {
+            hits.add(RuleId::FormSchema, format!("{loc}.pattern"), d);
         }
     }
     let has_enum = obj.contains_key("enum");

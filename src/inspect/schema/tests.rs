@@ -154,9 +154,21 @@ fn outside_the_subset_is_denied() {
         json!({"p":{"type":"array","items":{"enum":["a"]},"default":["b"]}}),
         "schema.default",
     );
+    // ECMA-262 syntax the regex crate lacks is fine (lookaround, named backreferences);
+    // what ECMA-262 refuses, or what could backtrack exponentially, is not.
+    ok(json!({"p":{"type":"string","pattern":"(?<=a)b"}}));
+    ok(json!({"p":{"type":"string","pattern":"^(?=.*\\d)(?=.*[A-Z]).{8,}$"}}));
     bad(
-        json!({"p":{"type":"string","pattern":"(?<=a)b"}}),
+        json!({"p":{"type":"string","pattern":"[z-a]"}}),
         "schema.pattern",
+    );
+    bad(
+        json!({"p":{"type":"string","pattern":"(?<=a"}}),
+        "schema.pattern",
+    );
+    bad(
+        json!({"p":{"type":"string","pattern":"^(a+)+$"}}),
+        "schema.pattern_cost",
     );
     bad(json!({"":{"type":"string"}}), "schema.empty_name");
     bad(json!({"p":"string"}), "schema.not_object");

@@ -1,0 +1,266 @@
+//! `pattern` in a requested schema: ECMA-262 regular expressions (JSON Schema's dialect,
+//! with the `u` flag as JSON Schema validators such as Ajv compile them), on the `regress`
+//! engine, at a bounded cost.
+//!
+//! Owns: compiling a pattern once ([`EcmaPattern::compile`]) and matching an answer with it
+//! ([`EcmaPattern::test`]). `regress` is a backtracking engine without a step limit, so the
+//! cost is bounded before it runs:
+//! - a pattern is at most [`MAX_PATTERN_BYTES`];
+//! - patterns whose backtracking can be exponential are refused: an unboundedly repeated
+//!   group that itself holds an unbounded repetition or an alternation (`(a+)+`, `(a|ab)*`),
+//!   or a backreference inside a repeated group;
+//! - what remains backtracks at most polynomially, about `n^(q+1)` steps for a subject of
+//!   `n` characters and `q` unbounded repetitions; a subject is tested only when
+//!   `n^(q+1)` stays under [`STEP_BUDGET`], else the answer fails closed (too costly to
+//!   check). E-mail-like patterns (`q` = 3) accept subjects of up to 100 characters.
+//!
+//! Never: runs a pattern on a subject whose bound it has not computed.
+
+/// Longest pattern accepted.
+pub const MAX_PATTERN_BYTES: usize = 1024;
+
+/// Backtracking steps a single test may cost, as estimated above.
+pub const STEP_BUDGET: f64 = 1e8;
+
+/// Why a pattern is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Not an ECMA-262 pattern (with the `u` flag).
+    Invalid,
+    /// Longer than [`MAX_PATTERN_BYTES`].
+    TooLong,
+    /// Exponential backtracking is possible.
+    Exponential,
+}
+
+/// A compiled pattern and the bound of what it may be run on.
+pub struct EcmaPattern {
+    regex: regress::Regex,
+    /// Unbounded repetitions (`*`, `+`, `{n,}`), for the cost estimate.
+    unbounded: u32,
+}
+
+impl std::fmt::Debug for EcmaPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EcmaPattern")
+            .field("unbounded", &self.unbounded)
+            .finish_non_exhaustive()
+    }
+}
+
+impl EcmaPattern {
+    pub fn compile(pattern: &str) -> Result<EcmaPattern, Refused> {
+        if pattern.len() > MAX_PATTERN_BYTES {
+            return Err(Refused::TooLong);
+        }
+        let shape = Shape::of(pattern).ok_or(Refused::Invalid)?;
+        let regex = regress::Regex::with_flags(pattern, "u").map_err(|_| Refused::Invalid)?;
+        if shape.exponential {
+            return Err(Refused::Exponential);
+        }
+        Ok(EcmaPattern {
+            regex,
+            unbounded: shape.unbounded,
+        })
+    }
+
+    /// The longest subject (in characters) this pattern is run on.
+    pub fn max_subject(&self) -> usize {
+        let degree = f64::from(self.unbounded + 1);
+        let n = STEP_BUDGET.powf(1.0 / degree).floor();
+        // Bounded by construction: STEP_BUDGET^(1/1) is the largest value.
+        n as usize
+    }
+
+    /// Does `subject` match (anywhere, as ECMA-262 `RegExp.prototype.test`)? `None` when the
+    /// subject is too long to test at a bounded cost.
+    pub fn test(&self, subject: &str) -> Option<bool> {
+        if subject.chars().count() > self.max_subject() {
+            return None;
+        }
+        Some(self.regex.find(subject).is_some())
+    }
+}
+
+/// What a scan of the pattern's syntax found.
+#[derive(Debug, Default)]
+struct Shape {
+    unbounded: u32,
+    exponential: bool,
+}
+
+/// One open group during the scan.
+#[derive(Debug, Default)]
+struct Group {
+    has_unbounded: bool,
+    has_alternation: bool,
+    has_backref: bool,
+}
+
+impl Shape {
+    /// Scans the pattern's structure (groups, classes, escapes, quantifiers); `None` when it
+    /// is unbalanced (the engine refuses those anyway). Hand-written because `regress`
+    /// exposes no syntax tree; it only has to find repetitions and groups.
+    fn of(pattern: &str) -> Option<Shape> {
+        let chars: Vec<char> = pattern.chars().collect();
+        let mut shape = Shape::default();
+        let mut stack: Vec<Group> = vec![Group::default()];
+        // The atom just ended: a closed group's facts, or a plain atom.
+        let mut last: Option<Group> = None;
+        let mut i = 0;
+        while i < chars.len() {
+            let c = chars[i];
+            match c {
+                '\\' => {
+                    let next = chars.get(i + 1).copied()?;
+                    let backref = next.is_ascii_digit() && next != '0' || next == 'k';
+                    if backref {
+                        stack.last_mut()?.has_backref = true;
+                    }
+                    last = Some(Group {
+                        has_backref: backref,
+                        ..Group::default()
+                    });
+                    i += 2;
+                    continue;
+                }
+                '[' => {
+                    i = class_end(&chars, i)?;
+                    last = Some(Group::default());
+                    continue;
+                }
+                '(' => {
+                    stack.push(Group::default());
+                    last = None;
+                }
+                ')' => {
+                    let g = stack.pop()?;
+                    if stack.is_empty() {
+                        return None;
+                    }
+                    let parent = stack.last_mut()?;
+                    parent.has_unbounded |= g.has_unbounded;
+                    parent.has_alternation |= g.has_alternation;
+                    parent.has_backref |= g.has_backref;
+                    last = Some(g);
+                }
+                '|' => {
+                    stack.last_mut()?.has_alternation = true;
+                    last = None;
+                }
+                '*' | '+' | '?' | '{' => {
+                    let (unbounded, end) = quantifier(&chars, i)?;
+                    if let Some(atom) = last.take() {
+                        if atom.has_backref {
+                            shape.exponential = true;
+                        }
+                        if unbounded {
+                            shape.unbounded += 1;
+                            if atom.has_unbounded || atom.has_alternation {
+                                shape.exponential = true;
+                            }
+                            stack.last_mut()?.has_unbounded = true;
+                        }
+                    }
+                    i = end;
+                    continue;
+                }
+                _ => last = Some(Group::default()),
+            }
+            i += 1;
+        }
+        (stack.len() == 1).then_some(shape)
+    }
+}
+
+/// The index after the character class starting at `start` (`[`).
+fn class_end(chars: &[char], start: usize) -> Option<usize> {
+    let mut i = start + 1;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => i += 2,
+            ']' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The quantifier at `i`: whether it is unbounded, and the index after it (and after a
+/// lazy `?`). A `{` that is no quantifier is a literal (Annex B), bounded.
+fn quantifier(chars: &[char], i: usize) -> Option<(bool, usize)> {
+    let (unbounded, mut end) = match chars[i] {
+        '*' | '+' => (true, i + 1),
+        '?' => (false, i + 1),
+        _ => {
+            let close = chars[i..].iter().position(|c| *c == '}').map(|p| i + p)?;
+            let body: String = chars[i + 1..close].iter().collect();
+            let unbounded = match body.split_once(',') {
+                Some((_, hi)) => hi.trim().is_empty(),
+                None => false,
+            };
+            (unbounded, close + 1)
+        }
+    };
+    if chars.get(end) == Some(&'?') {
+        end += 1;
+    }
+    Some((unbounded, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ecmascript_syntax_compiles_and_matches() {
+        let p = EcmaPattern::compile(r"^(?=.*\d)(?=.*[a-z]).{8,}$").expect("lookahead");
+        assert_eq!(p.test("abcdefg1"), Some(true));
+        assert_eq!(p.test("abcdefgh"), Some(false));
+        let p = EcmaPattern::compile(r"^(?<y>\d{4})-\k<y>$").expect("named backreference");
+        assert_eq!(p.test("2024-2024"), Some(true));
+        let p = EcmaPattern::compile(r"^\p{Lu}").expect("unicode property");
+        assert_eq!(p.test("Été"), Some(true));
+        // ECMAScript `\d` is ASCII only, unlike the regex crate's.
+        let p = EcmaPattern::compile(r"^\d+$").expect("digits");
+        assert_eq!(p.test("١٢٣"), Some(false));
+    }
+
+    #[test]
+    fn invalid_and_exponential_patterns_are_refused() {
+        assert_eq!(EcmaPattern::compile("(").err(), Some(Refused::Invalid));
+        assert_eq!(
+            EcmaPattern::compile("(a+)+$").err(),
+            Some(Refused::Exponential)
+        );
+        assert_eq!(
+            EcmaPattern::compile("(a|ab)*c").err(),
+            Some(Refused::Exponential)
+        );
+        assert_eq!(
+            EcmaPattern::compile(r"((a)\2)*").err(),
+            Some(Refused::Exponential)
+        );
+        assert_eq!(
+            EcmaPattern::compile(&"a".repeat(MAX_PATTERN_BYTES + 1)).err(),
+            Some(Refused::TooLong)
+        );
+        assert!(EcmaPattern::compile(r"^(\d{3}-)?\d{4}$").is_ok());
+        assert!(EcmaPattern::compile(r"^[a-z]+(-[a-z]{2})*$").is_ok());
+    }
+
+    #[test]
+    fn subjects_are_bounded_by_the_patterns_cost() {
+        let email =
+            EcmaPattern::compile(r"^[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}$").expect("e-mail");
+        assert!(email.max_subject() >= 100);
+        assert_eq!(email.test("user@example.com"), Some(true));
+        assert_eq!(email.test(&"a".repeat(email.max_subject() + 1)), None);
+        let polynomial = EcmaPattern::compile(r"^\d*\d*\d*\d*\d*x$").expect("polynomial");
+        assert!(polynomial.max_subject() < 30);
+        assert_eq!(
+            polynomial.test(&"1".repeat(polynomial.max_subject())),
+            Some(false)
+        );
+    }
+}
