@@ -458,3 +458,54 @@ async fn capability_shaping_keeps_a_compliant_server_from_asking_a_disallowed_mo
         gw.shutdown().await;
     }
 }
+
+/// Per-tool policy (issue 16 item 6), with the Python SDK server and both SDK clients: URL
+/// mode is off for the route but on for `connect_*` tools, and only to the provider's host.
+#[tokio::test]
+async fn per_tool_policy_allows_url_mode_only_for_connect_tools_to_the_provider() {
+    let policy = "policies:\n  default:\n    modes: { url: false }\n    tools:\n      \
+                  - names: [\"connect_*\"]\n        modes: { url: true }\n        \
+                  url: { allowed_hosts: [\"auth.example.com\"] }\n";
+    for c in [Sdk::Python, Sdk::Node] {
+        let (out, gw) = call(
+            Sdk::Python,
+            c,
+            IGNORE_CAPS,
+            policy,
+            "connect_ok",
+            "both",
+            "accept",
+            None,
+        )
+        .await;
+        assert_eq!(out["result"]["action"], "accept", "{c:?}: {out}");
+        assert_eq!(gw.audit_of("elicitation.allowed").await.len(), 1);
+        gw.shutdown().await;
+        let (out, gw) = call(
+            Sdk::Python,
+            c,
+            IGNORE_CAPS,
+            policy,
+            "connect_elsewhere",
+            "both",
+            "accept",
+            None,
+        )
+        .await;
+        assert_blocked(&out, "url.host");
+        gw.shutdown().await;
+        let (out, gw) = call(
+            Sdk::Python,
+            c,
+            IGNORE_CAPS,
+            policy,
+            "open_docs",
+            "both",
+            "accept",
+            None,
+        )
+        .await;
+        assert_blocked(&out, "mode.disabled");
+        gw.shutdown().await;
+    }
+}

@@ -180,6 +180,15 @@ impl Exchange {
         self.caller.verified_principal()
     }
 
+    /// The tool a `tools/call` request runs (`params.name`), for per-tool policy.
+    pub fn tool_name(&self) -> Option<&str> {
+        if self.method == Some("tools/call") {
+            self.call_name.as_deref()
+        } else {
+            None
+        }
+    }
+
     /// The scope rate limits, repeat detection and completions are counted in
     /// ([`caller`]): the verified principal; else the legacy session; else the 2026 retry
     /// chain.
@@ -318,6 +327,12 @@ impl Enforcer {
     /// The policy snapshot for `route`: read once per message.
     pub fn policy(&self, route: &str) -> Arc<Policy> {
         self.policies.load().for_route(route)
+    }
+
+    /// The policy that judges the elicitations of `ex`: its route's, or the per-tool
+    /// override for the `tools/call` that raised them.
+    pub fn policy_for(&self, ex: &Exchange) -> Arc<Policy> {
+        self.policy(&ex.route_name).for_tool(ex.tool_name())
     }
 
     pub fn policies(&self) -> &Arc<ArcSwap<PolicySet>> {
@@ -513,6 +528,10 @@ impl Enforcer {
             || !matches!(ex.kind, Kind::Request | Kind::Response | Kind::Notification)
         {
             return ClientVerdict::Forward(body);
+        }
+        if ex.method == Some("tools/call") && self.policy(&ex.route_name).has_tool_overrides() {
+            // Per-tool policy needs the tool's name even where the request is not parsed.
+            ex.call_name = message::call_name(&body);
         }
         let is_initialize = ex.method == Some("initialize");
         let is_response = ex.kind == Kind::Response;

@@ -258,7 +258,7 @@ impl Enforcer {
         message: &Value,
         channel: &ServerChannel,
     ) -> ServerVerdict {
-        let policy = self.policy(&ex.route_name);
+        let policy = self.policy_for(ex);
         let Some(view) = elicitation::from_request(message) else {
             return ServerVerdict::Drop;
         };
@@ -391,7 +391,7 @@ impl Enforcer {
         message: &Value,
         result: &Value,
     ) -> ServerVerdict {
-        let policy = self.policy(&ex.route_name);
+        let policy = self.policy_for(ex);
         let caps = ex.request_caps.unwrap_or_else(ClientCaps::none);
         let views: Vec<ElicitationView<'_>> = elicitation::from_input_required(message);
         if views.len() > self.max_per_response {
@@ -475,7 +475,7 @@ impl Enforcer {
     }
 
     async fn judge_url_required(&self, ex: &Exchange, message: &Value) -> ServerVerdict {
-        let policy = self.policy(&ex.route_name);
+        let policy = self.policy_for(ex);
         // A 2026-07-28 client declares its modes on each request; a legacy one per session.
         let caps_from = match ex.era {
             Era::Stateless2026 => {

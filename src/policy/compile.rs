@@ -324,5 +324,6 @@ pub fn compile_policy(
             .as_ref()
             .and_then(|a| a.include_message)
             .unwrap_or(false),
+        tools: Arc::from(Vec::new()),
     }
 }

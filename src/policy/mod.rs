@@ -20,6 +20,7 @@
 pub mod compile;
 pub mod hosts;
 pub mod model;
+pub mod tools;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -95,6 +96,8 @@ pub struct Policy {
     pub(crate) rate_max_per_minute_per_address: Option<u32>,
     pub(crate) pending_ttl: Duration,
     pub(crate) audit_include_message: bool,
+    /// Per-tool overrides, in order ([`tools`]).
+    pub(crate) tools: Arc<[tools::ToolOverride]>,
 }
 
 impl Policy {
@@ -234,7 +237,8 @@ pub fn compile_all(
         }
         let raw = <model::RawPolicy as model::ParseField>::parse_field(body, &path, &mut errors);
         if let Some(raw) = raw {
-            let policy = compile::compile_policy(name, &raw, &mut errors, &mut warnings);
+            let mut policy = compile::compile_policy(name, &raw, &mut errors, &mut warnings);
+            policy.tools = tools::compile_tools(name, &raw, &mut errors, &mut warnings).into();
             by_name.insert(name.clone(), Arc::new(policy));
         }
     }

@@ -363,6 +363,40 @@ section! {
 }
 
 section! {
+    /// One entry of `tools:` — overrides for elicitations raised while a `tools/call` runs.
+    /// The first entry whose `names` match the call's tool name applies, on top of the
+    /// policy: `modes` and `url` fields it sets replace the policy's, `rules` entries are
+    /// added to the policy's. Elicitations not raised by a `tools/call` (standalone
+    /// streams, other requests) get the policy itself.
+    pub struct RawToolOverride {
+        /// Tool-name globs: `*` any run of characters, `?` one, `[abc]` a class; e.g.
+        /// `connect_*`. Required, at least one.
+        names: Vec<String>,
+        /// Modes allowed while these tools run.
+        modes: RawModes,
+        /// Rule actions for these tools (added to, and winning over, the policy's).
+        rules: RawRules,
+        /// URL-mode settings for these tools (each field set replaces the policy's).
+        url: RawUrl,
+    }
+}
+
+impl ParseField for Vec<RawToolOverride> {
+    fn parse_field(value: &Value, path: &str, errors: &mut Vec<String>) -> Option<Self> {
+        let Value::Array(items) = value else {
+            type_error(path, "a list", value, errors);
+            return None;
+        };
+        let out: Vec<RawToolOverride> = items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| RawToolOverride::parse_field(v, &format!("{path}[{i}]"), errors))
+            .collect();
+        (out.len() == items.len()).then_some(out)
+    }
+}
+
+section! {
     /// One named policy under `policies:`.
     pub struct RawPolicy {
         /// Report instead of block: every `deny` becomes `audit` (default `false`).
@@ -390,6 +424,8 @@ section! {
         pending: RawPending,
         /// Audit-event settings.
         audit: RawAudit,
+        /// Per-tool overrides, by the name of the originating `tools/call` (first match wins).
+        tools: Vec<RawToolOverride>,
     }
 }
 
@@ -487,6 +523,7 @@ mod tests {
             rate: Some(RawRate::default()),
             pending: Some(RawPending::default()),
             audit: Some(RawAudit::default()),
+            tools: Some(vec![RawToolOverride::default()]),
         };
         let v = serde_json::to_value(full).expect("serialize");
         let keys: Vec<_> = v

@@ -84,6 +84,10 @@ URLS: dict[str, tuple[str, str, bool]] = {
     "connect_http": ("Connect your account", "http://auth.example.com/connect", False),
     "connect_pii": ("Connect your account", "https://auth.example.com/connect?email=alice%40example.com", False),
     "connect_ok": ("Connect your account", "https://auth.example.com/connect?flow=abc", True),
+    # Per-tool policy fixtures: a connect_* tool sending the user to another host, and a
+    # tool that is no connect_* tool sending a URL at all.
+    "connect_elsewhere": ("Connect your account", "https://login.example.net/connect?flow=abc", False),
+    "open_docs": ("Read the setup guide", "https://auth.example.com/docs/setup", False),
 }
 
 INPUT_KEY = "elicitation"  # key used in 2026-07-28 inputRequests / inputResponses
