@@ -1,10 +1,14 @@
 //! `cargo bench --bench inspect`: cost of one `inspect` call on a typical form, a
 //! 50-field form, and a URL-mode request, plus `extract_all` + `inspect` from a parsed
-//! JSON-RPC message and `check_response` on a typical answer.
+//! JSON-RPC message and `check_response` on a typical answer; a typical multilingual form
+//! (Russian, Turkish, Arabic texts, no secret) and a secret form found by the obfuscation
+//! pass; and `lexicon/build`, the secret lexicon compiled from its data as a policy load
+//! does.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use elicitgate::elicitation::{extract_all, ClientCaps, ElicitationView};
 use elicitgate::inspect::{check_response, inspect, AskedElicitation, Era, InspectContext};
+use elicitgate::lexicon::SecretLexicon;
 use elicitgate::policy::{compile_all, Policy};
 use serde_json::{json, Map, Value};
 
@@ -14,6 +18,20 @@ fn typical_form() -> Value {
         "branch":{"type":"string","title":"Branch","minLength":1,"description":"Git branch to release"},
         "notify":{"type":"boolean","title":"Notify the on-call channel","default":true},
         "window":{"type":"string","format":"date-time","title":"Deploy at"}},"required":["environment","branch"]}})
+}
+
+fn multilingual_form() -> Value {
+    json!({"mode":"form","message":"Пожалуйста, подтвердите детали доставки","requestedSchema":{"type":"object","properties":{
+        "adres":{"type":"string","title":"Teslimat adresi","description":"Sokak, bina ve daire numarası"},
+        "المدينة":{"type":"string","title":"المدينة","description":"اختر مدينة التسليم"},
+        "count":{"type":"integer","title":"Количество","minimum":1,"maximum":10},
+        "gift":{"type":"boolean","title":"Hediye paketi","default":false}},"required":["adres"]}})
+}
+
+fn obfuscated_form() -> Value {
+    json!({"mode":"form","message":"Sign in again","requestedSchema":{"type":"object","properties":{
+        "user":{"type":"string","title":"User name"},
+        "v":{"type":"string","title":"p@ssw0rd"}}}})
 }
 
 fn big_form() -> Value {
@@ -65,6 +83,31 @@ fn bench(c: &mut Criterion) {
                 &builtin,
             )
         })
+    });
+    let multi = multilingual_form();
+    c.bench_function("inspect/typical_form_multilingual", |b| {
+        b.iter(|| {
+            inspect(
+                black_box(&ElicitationView::from_params(&multi)),
+                &caps,
+                &ctx,
+                &builtin,
+            )
+        })
+    });
+    let obfuscated = obfuscated_form();
+    c.bench_function("inspect/obfuscated_secret", |b| {
+        b.iter(|| {
+            inspect(
+                black_box(&ElicitationView::from_params(&obfuscated)),
+                &caps,
+                &ctx,
+                &builtin,
+            )
+        })
+    });
+    c.bench_function("lexicon/build", |b| {
+        b.iter(|| SecretLexicon::build(black_box(&[])).expect("lexicon"))
     });
     c.bench_function("inspect/form_50_fields", |b| {
         b.iter(|| {

@@ -16,7 +16,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/.."
 seconds="${FUZZ_SMOKE_SECONDS:-5}"
-targets=(sse_decoder jsonrpc_classify extraction inspect request_identity)
+targets=(sse_decoder jsonrpc_classify extraction inspect request_identity ecma_pattern)
 export RUSTC_BOOTSTRAP=1
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
