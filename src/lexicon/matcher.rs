@@ -137,6 +137,14 @@ static BUILTIN: LazyLock<Arc<SecretLexicon>> = LazyLock::new(|| {
     Arc::new(lex)
 });
 
+/// How a sense names its term: folded, spaces and `*` ignored (`pin code` = `pincode`).
+fn sense_key(phrase: &str) -> String {
+    text::fold(&text::normalize(phrase))
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '*')
+        .collect()
+}
+
 fn skeleton_fold(word: &str) -> String {
     let sk: String = unicode_security::skeleton(word).collect();
     text::fold(&sk)
@@ -245,7 +253,16 @@ impl Builder {
             }
             words.append(&mut ws);
         }
-        self.add_words(&words, term)
+        let added = self.add_words(&words, term);
+        // The glued spelling of a multi-word term (`seedphrase`, `cardnumber`): written so
+        // in identifiers, and what letters spaced apart join into.
+        if words.len() > 1 && !words.iter().any(|w| w.ends_with('*')) {
+            let glued: String = words.concat();
+            if glued.chars().count() >= 6 {
+                self.add_words(&[glued], term);
+            }
+        }
+        added
     }
 }
 
@@ -293,10 +310,7 @@ impl SecretLexicon {
             if !b.add(phrase, Some(id)) {
                 continue;
             }
-            by_text
-                .entry(text::fold(&text::normalize(phrase)))
-                .or_default()
-                .push(id);
+            by_text.entry(sense_key(phrase)).or_default().push(id);
             b.terms.push(TermInfo {
                 detector: format!("secret.term:{detector}"),
                 confusable_detector: format!("secret.confusable:{}", cat.as_str()),
@@ -313,9 +327,8 @@ impl SecretLexicon {
             b.compact_kinds.push(None);
         }
         for sense in &data.senses {
-            let key = text::fold(&text::normalize(sense.term));
-            let Some(ids) = by_text.get(&key) else {
-                errors.push(format!("sense for `{}`: no such term", sense.term));
+            // A sense naming no term changes nothing (the data test lists them).
+            let Some(ids) = by_text.get(&sense_key(sense.term)) else {
                 continue;
             };
             let words: Vec<Vec<String>> = sense.words.iter().map(|w| folded_words(w)).collect();
@@ -394,6 +407,19 @@ impl SecretLexicon {
         }
     }
 
+    /// The built-in data's `sense` lines that name no term (a data defect; tested).
+    pub fn unknown_senses() -> Vec<&'static str> {
+        let Ok(data) = Data::builtin() else {
+            return Vec::new();
+        };
+        let known: HashSet<String> = data.terms.iter().map(|t| sense_key(t.text)).collect();
+        data.senses
+            .iter()
+            .filter(|s| !known.contains(&sense_key(s.term)))
+            .map(|s| s.term)
+            .collect()
+    }
+
     /// Number of compiled terms (for load-time reporting).
     pub fn len(&self) -> usize {
         self.terms.len()
@@ -404,12 +430,12 @@ impl SecretLexicon {
         self.terms.is_empty()
     }
 
-    /// Is `term` a weak term whose benign sense one of `texts` names?
+    /// Does one of `texts` name a benign sense of `term` (`pwd` and "working directory")?
     pub fn benign_sense(&self, term: usize, texts: &[&str]) -> bool {
         let Some(info) = self.terms.get(term) else {
             return false;
         };
-        if info.strength != Strength::Weak || info.senses.is_empty() {
+        if info.senses.is_empty() {
             return false;
         }
         texts.iter().any(|t| {
@@ -422,9 +448,14 @@ impl SecretLexicon {
 
     /// The first secret term requested by `text`, if any.
     pub fn scan(&self, text: &str, role: Role) -> Option<Match<'_>> {
+        if role == Role::Hidden && text.trim_end().ends_with(['?', '？', '؟']) {
+            // A question in a checkbox or an option ("Forgot your password?") asks about the
+            // secret, not for it.
+            return None;
+        }
         let words = text::words(text);
         let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
-        if let Some(t) = self.scan_words(&words, &keys, role, &self.by_first, false) {
+        if let (Some(t), _) = self.scan_words(&words, &keys, role, &self.by_first, false) {
             return Some(self.hit(t, |i| &i.detector));
         }
         if has_compact_char(text) {
@@ -432,15 +463,27 @@ impl SecretLexicon {
                 return Some(self.hit(t, |i| &i.detector));
             }
         }
-        if words.iter().any(|w| w.non_latin) {
+        if words.iter().any(look_alike) {
             let skeletons: Vec<String> = words.iter().map(|w| skeleton_fold(&w.folded)).collect();
             let keys: Vec<&str> = skeletons.iter().map(String::as_str).collect();
-            if let Some(t) = self.scan_words(&words, &keys, role, &self.by_first_skeleton, true) {
+            if let (Some(t), _) =
+                self.scan_words(&words, &keys, role, &self.by_first_skeleton, true)
+            {
                 return Some(self.hit(t, |i| &i.confusable_detector));
             }
         }
         self.scan_obfuscated(text, &words, role)
             .map(|t| self.hit(t, |i| &i.obfuscated_detector))
+    }
+
+    /// Does `text` name a property of a secret rather than the secret (`password_expiry_days`,
+    /// `min_password_length`, "token count")? A field so named asks for no secret, whatever
+    /// its title repeats.
+    pub fn names_attribute(&self, text: &str) -> bool {
+        let words = text::words(text);
+        let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
+        let (hit, suppressed) = self.scan_words(&words, &keys, Role::Label, &self.by_first, false);
+        hit.is_none() && suppressed
     }
 
     fn hit(&self, term: usize, name: impl Fn(&TermInfo) -> &String) -> Match<'_> {
@@ -450,18 +493,29 @@ impl SecretLexicon {
         }
     }
 
-    /// Leetspeak undone, and letters spaced apart joined; `None` when neither applies.
+    /// Leetspeak undone, letters spaced apart joined, right-to-left overrides read as they
+    /// display; `None` when none applies.
     fn scan_obfuscated(&self, text: &str, words: &[Word], role: Role) -> Option<usize> {
-        if let Some(plain) = unleet(&text::normalize(text)) {
-            let words = text::words(&plain);
+        let plain_scan = |plain: &str| {
+            let words = text::words(plain);
             let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
-            if let Some(t) = self.scan_words(&words, &keys, role, &self.by_first, false) {
+            self.scan_words(&words, &keys, role, &self.by_first, false)
+                .0
+        };
+        if let Some(shown) = as_displayed(text) {
+            if let Some(t) = plain_scan(&shown) {
+                return Some(t);
+            }
+        }
+        if let Some(plain) = unleet(&text::normalize(text)) {
+            if let Some(t) = plain_scan(&plain) {
                 return Some(t);
             }
         }
         let joined = join_spaced(words)?;
         let keys: Vec<&str> = joined.iter().map(|w| w.folded.as_str()).collect();
         self.scan_words(&joined, &keys, role, &self.by_first, false)
+            .0
     }
 
     fn scan_words(
@@ -471,7 +525,8 @@ impl SecretLexicon {
         role: Role,
         index: &HashMap<String, Vec<Seq>>,
         need_non_latin: bool,
-    ) -> Option<usize> {
+    ) -> (Option<usize>, bool) {
+        let mut suppressed_seen = false;
         let mut i = 0;
         while i < keys.len() {
             let Some((term, len)) = self.match_at(keys, i, index, need_non_latin) else {
@@ -486,10 +541,11 @@ impl SecretLexicon {
             // A suppressed phrase also covers the shorter terms inside it
             // ("personal access token name" must not re-match at "access token").
             if self.suppressed(keys, i, len) {
+                suppressed_seen = true;
                 i += len;
                 continue;
             }
-            let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(|w| w.non_latin);
+            let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(look_alike);
             let cue_ok = match role {
                 Role::Label => true,
                 Role::Prose => {
@@ -498,11 +554,11 @@ impl SecretLexicon {
                 Role::Hidden => self.cued(keys, i, len),
             };
             if homoglyph_ok && cue_ok {
-                return Some(term);
+                return (Some(term), suppressed_seen);
             }
             i += 1;
         }
-        None
+        (None, suppressed_seen)
     }
 
     /// The longest sequence starting at `keys[i]`: `(term or benign, words covered)`.
@@ -630,6 +686,36 @@ impl SecretLexicon {
     }
 }
 
+/// A word that may be written with look-alike letters: another script (Cyrillic `раssword`)
+/// or non-ASCII Latin (small capitals `ᴘᴀssᴡᴏʀᴅ`).
+fn look_alike(w: &Word) -> bool {
+    w.non_latin || !w.folded.is_ascii()
+}
+
+/// `text` as it displays when it holds a right-to-left override (U+202E): each overridden run
+/// (up to U+202C or the end) reversed; `None` without one.
+fn as_displayed(text: &str) -> Option<String> {
+    if !text.contains('\u{202E}') {
+        return None;
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut run: Vec<char> = Vec::new();
+    let mut inside = false;
+    for c in text.chars() {
+        match c {
+            '\u{202E}' => inside = true,
+            '\u{202C}' | '\u{2069}' if inside => {
+                out.extend(run.drain(..).rev());
+                inside = false;
+            }
+            _ if inside => run.push(c),
+            _ => out.push(c),
+        }
+    }
+    out.extend(run.drain(..).rev());
+    Some(out)
+}
+
 /// The letter a leetspeak character stands for.
 fn leet(c: char) -> Option<char> {
     Some(match c {
@@ -665,15 +751,16 @@ fn unleet(text: &str) -> Option<String> {
         }
         let run = &chars[start..i];
         let letters = run.iter().filter(|c| c.is_alphabetic()).count();
+        let leety = letters >= 2 && run.iter().any(|c| leet(*c).is_some());
         for &c in run {
+            // A rewritten run is lower-cased whole, so `P4SSW0RD` is not split as camelCase.
             match leet(c) {
-                Some(l) if letters >= 2 => {
-                    out.push(l);
-                    changed = true;
-                }
+                Some(l) if leety => out.push(l),
+                _ if leety => out.extend(c.to_lowercase()),
                 _ => out.push(c),
             }
         }
+        changed |= leety;
     }
     changed.then_some(out)
 }
@@ -714,6 +801,7 @@ mod tests {
         assert_eq!(unleet("p@ssw0rd").as_deref(), Some("password"));
         assert_eq!(unleet("pa$$word").as_deref(), Some("password"));
         assert_eq!(unleet("4pi key").as_deref(), Some("api key"));
+        assert_eq!(unleet("P4SSW0RD").as_deref(), Some("password"));
         assert_eq!(unleet("step 1 of 3"), None);
         assert_eq!(unleet("plain"), None);
     }
@@ -738,5 +826,11 @@ mod tests {
         assert!(lex.scan("p a s s w o r d", Role::Label).is_some());
         assert!(lex.scan("pass\u{200d}word", Role::Label).is_some());
         assert!(lex.scan("p@ssw0rd", Role::Label).is_some());
+        assert!(lex.scan("P4SSW0RD", Role::Label).is_some());
+        assert!(lex.scan("\u{202E}drowssap\u{202C}", Role::Label).is_some());
+        assert!(lex.scan("ᴘᴀssᴡᴏʀᴅ", Role::Label).is_some());
+        assert!(lex.scan("S e e d   p h r a s e", Role::Label).is_some());
+        assert!(lex.names_attribute("password_expiry_days"));
+        assert!(!lex.names_attribute("password"));
     }
 }

@@ -290,5 +290,7 @@ mod tests {
             }
         }
         assert!(missing.is_empty(), "no terms for {missing:?}");
+        let unknown = SecretLexicon::unknown_senses();
+        assert!(unknown.is_empty(), "senses naming no term: {unknown:?}");
     }
 }

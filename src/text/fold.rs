@@ -132,7 +132,7 @@ pub fn fold_name(name: &str) -> String {
 /// Letters folded to another letter so that spellings users treat as the same compare
 /// equal: Turkish dotless `ı`, Greek final `ς`, letters without a decomposition that
 /// ASCII keyboards replace (`ł`, `đ`, `ø`, …), and the Arabic-script variants Persian and
-/// Urdu write differently (ی/ي/ى, ک/ك, ة/ه, أ/إ/آ/ا, ے, ہ/ھ).
+/// Urdu write differently (ی/ي/ى, ک/ك, ة/ه, أ/إ/آ/ا, ے, ہ/ھ), and Latin small capitals.
 fn fold_letter(c: char, out: &mut String) -> bool {
     let to = match c {
         'ı' => "i",
@@ -152,6 +152,33 @@ fn fold_letter(c: char, out: &mut String) -> bool {
         '\u{0623}' | '\u{0625}' | '\u{0622}' | '\u{0671}' => "\u{0627}",
         '\u{0624}' => "\u{0648}",
         '\u{0640}' => "",
+        // Latin small capitals (no compatibility decomposition, so NFKC keeps them): read
+        // as the letters they show.
+        'ᴀ' => "a",
+        'ʙ' => "b",
+        'ᴄ' => "c",
+        'ᴅ' => "d",
+        'ᴇ' => "e",
+        'ꜰ' => "f",
+        'ɢ' => "g",
+        'ʜ' => "h",
+        'ɪ' => "i",
+        'ᴊ' => "j",
+        'ᴋ' => "k",
+        'ʟ' => "l",
+        'ᴍ' => "m",
+        'ɴ' => "n",
+        'ᴏ' => "o",
+        'ᴘ' => "p",
+        'ǫ' => "q",
+        'ʀ' => "r",
+        'ꜱ' => "s",
+        'ᴛ' => "t",
+        'ᴜ' => "u",
+        'ᴠ' => "v",
+        'ᴡ' => "w",
+        'ʏ' => "y",
+        'ᴢ' => "z",
         _ => return false,
     };
     out.push_str(to);
