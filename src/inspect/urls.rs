@@ -33,10 +33,10 @@ use url::{Host, Url};
 
 use super::pii;
 use super::rule::{Hits, RuleId};
-use super::text;
 use crate::policy::compile::normalise_param_name;
 use crate::policy::hosts::normalise_host;
 use crate::policy::UrlPolicy;
+use crate::text::fold as text;
 
 /// Longest URL inspected.
 pub(crate) const MAX_URL_BYTES: usize = 8192;
