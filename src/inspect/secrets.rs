@@ -141,10 +141,14 @@ fn check_field(name: &str, prop: &Value, lexicon: &SecretLexicon, loc: &str, hit
         }
         _ => false,
     };
-    let mut found = report(loc.to_owned(), lexicon.scan(name, Role::Label), hits);
-    if let Some(t) = title {
-        found |= report(format!("{loc}.title"), lexicon.scan(t, Role::Label), hits);
-    }
+    let title_hit = title.and_then(|t| lexicon.scan(t, Role::Label));
+    // A weak term in the name (`pwd`, `pin`, `tkn`) is overruled by a title, the label the
+    // user reads, that names no secret ("Working directory", "Postal code").
+    let name_hit = lexicon
+        .scan(name, Role::Label)
+        .filter(|m| !(m.weak && title.is_some() && title_hit.is_none()));
+    let mut found = report(loc.to_owned(), name_hit, hits);
+    found |= report(format!("{loc}.title"), title_hit, hits);
     if let Some(d) = description {
         found |= report(format!("{loc}.description"), lexicon.scan(d, prose), hits);
     }

@@ -49,6 +49,8 @@ pub enum Role {
 pub struct Match<'a> {
     pub term: usize,
     pub detector: &'a str,
+    /// A weak term (benign readings are common).
+    pub weak: bool,
 }
 
 #[derive(Debug)]
@@ -490,6 +492,7 @@ impl SecretLexicon {
         Match {
             term,
             detector: name(&self.terms[term]),
+            weak: self.terms[term].strength == Strength::Weak,
         }
     }
 
