@@ -106,6 +106,13 @@ async fn serve(settings: Settings, config: PathBuf) -> anyhow::Result<()> {
         config_path: Some(config),
         audit_sink: None,
     };
+    let (terms, languages, took) = elicitgate::lexicon::SecretLexicon::builtin_report();
+    tracing::info!(
+        terms,
+        languages,
+        build_ms = took.as_secs_f64() * 1e3,
+        "Secret lexicon loaded."
+    );
     let running = elicitgate::start_with(settings, options).await?;
     elicitgate::wait_for_signal().await;
     tracing::info!("Shutdown requested.");

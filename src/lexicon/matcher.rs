@@ -132,11 +132,13 @@ impl std::fmt::Debug for SecretLexicon {
     }
 }
 
-static BUILTIN: LazyLock<Arc<SecretLexicon>> = LazyLock::new(|| {
+/// The built-in lexicon and how long building it took (data parse included).
+static BUILTIN: LazyLock<(Arc<SecretLexicon>, std::time::Duration)> = LazyLock::new(|| {
+    let started = std::time::Instant::now();
     // The built-in data is fixed and covered by tests; failure here is a build defect.
     #[allow(clippy::expect_used)]
     let lex = SecretLexicon::build(&[]).expect("built-in secret lexicon compiles");
-    Arc::new(lex)
+    (Arc::new(lex), started.elapsed())
 });
 
 /// How a sense names its term: folded, spaces and `*` ignored (`pin code` = `pincode`).
@@ -271,7 +273,14 @@ impl Builder {
 impl SecretLexicon {
     /// The built-in lexicon (shared).
     pub fn builtin() -> Arc<SecretLexicon> {
-        Arc::clone(&BUILTIN)
+        Arc::clone(&BUILTIN.0)
+    }
+
+    /// For the load report: the built-in lexicon's term count, its languages, and the time
+    /// its first build took.
+    pub fn builtin_report() -> (usize, usize, std::time::Duration) {
+        let languages = Data::builtin().map_or(0, |d| d.languages.len());
+        (BUILTIN.0.len(), languages, BUILTIN.1)
     }
 
     /// The built-in lexicon plus `extra` terms (category `custom`, strong). Errors name
