@@ -3,9 +3,10 @@
 //!
 //! Owns: recognising, inside one already-decoded string, e-mail addresses, phone numbers,
 //! payment card numbers (IIN range + length + Luhn), IBANs (country length + mod-97),
-//! US SSNs (area/group/serial rules), Chinese resident ids (date + ISO 7064 checksum),
-//! Thai national ids (dashed form + checksum), JWTs (header decodes to JSON with `alg`),
-//! PEM private-key headers and well-known credential prefixes.
+//! US SSNs (area/group/serial rules), JWTs (header decodes to JSON with `alg`), PEM
+//! private-key headers and well-known credential prefixes; other national identity
+//! numbers are `ids.rs`'s (self-evident shapes always, bare digits with a name hint:
+//! [`scan_value_hinted`]).
 //!
 //! Decisions:
 //! - Phone numbers: E.164 with `+` (8–15 digits); NANP only with separators
@@ -24,6 +25,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use super::ids;
+
 #[allow(clippy::expect_used)]
 fn re(pattern: &str) -> Regex {
     // Static patterns, covered by tests.
@@ -38,8 +41,6 @@ static PEM: LazyLock<Regex> =
     LazyLock::new(|| re(r"-----BEGIN[ +](?:[A-Z0-9]+[ +])*PRIVATE[ +]KEY-----"));
 static DIGIT_RUN: LazyLock<Regex> = LazyLock::new(|| re(r"\+?\(?\d[\d ().\-]{5,22}\d"));
 static IBAN: LazyLock<Regex> = LazyLock::new(|| re(r"(?i)[a-z]{2}\d{2}(?: ?[a-z0-9]){11,30}"));
-static CN_ID: LazyLock<Regex> = LazyLock::new(|| re(r"\d{17}[\dXx]"));
-static TH_ID: LazyLock<Regex> = LazyLock::new(|| re(r"\d-\d{4}-\d{5}-\d{2}-\d"));
 static SSN: LazyLock<Regex> = LazyLock::new(|| re(r"\d{3}[- ]\d{2}[- ]\d{4}"));
 
 /// `(pattern, detector)` for credential formats with a recognisable prefix.
@@ -89,6 +90,19 @@ fn bounded(s: &str, start: usize, end: usize) -> bool {
     !before.is_some_and(|c| c.is_alphanumeric()) && !after.is_some_and(|c| c.is_alphanumeric())
 }
 
+/// With a hint (a parameter or member name such as `cpf`): the identity number it
+/// announces first, then [`scan_value`]. Without one: [`scan_value`], then bare identity
+/// numbers announced by a distinctive keyword in `value` itself (`PESEL 44051401359`).
+pub(crate) fn scan_value_hinted(value: &str, hint: Option<ids::Hint>) -> Option<&'static str> {
+    if let Some(d) = hint.and_then(|h| ids::scan_hinted(value, h)) {
+        return Some(d);
+    }
+    scan_value(value).or_else(|| {
+        let h = ids::hint_in_text(value)?;
+        ids::scan_hinted(value, h)
+    })
+}
+
 /// The first PII / secret detector that fires on `value`, if any.
 pub(crate) fn scan_value(value: &str) -> Option<&'static str> {
     if value.len() < 6 {
@@ -121,17 +135,8 @@ pub(crate) fn scan_value(value: &str) -> Option<&'static str> {
     if !value.bytes().any(|b| b.is_ascii_digit()) {
         return None;
     }
-    if CN_ID
-        .find_iter(value)
-        .any(|m| bounded(value, m.start(), m.end()) && is_cn_resident_id(m.as_str()))
-    {
-        return Some("pii.national_id:cn");
-    }
-    if TH_ID
-        .find_iter(value)
-        .any(|m| bounded(value, m.start(), m.end()) && is_th_id(m.as_str()))
-    {
-        return Some("pii.national_id:th");
+    if let Some(d) = ids::scan_formatted(value) {
+        return Some(d);
     }
     if SSN
         .find_iter(value)
@@ -166,7 +171,7 @@ fn mixed_charset(s: &str) -> bool {
         && s.bytes().any(|b| b.is_ascii_lowercase())
 }
 
-fn digits_of(s: &str) -> Vec<u8> {
+pub(crate) fn digits_of(s: &str) -> Vec<u8> {
     s.bytes()
         .filter(u8::is_ascii_digit)
         .map(|b| b - b'0')
@@ -337,41 +342,6 @@ pub(crate) fn is_iban(candidate: &str) -> bool {
         };
     }
     rem == 1
-}
-
-fn is_cn_resident_id(s: &str) -> bool {
-    let b = s.as_bytes();
-    if b.len() != 18 || !(b'1'..=b'8').contains(&b[0]) {
-        return false;
-    }
-    let num = |r: std::ops::Range<usize>| s.get(r).and_then(|x| x.parse::<u32>().ok());
-    let (Some(year), Some(month), Some(day)) = (num(6..10), num(10..12), num(12..14)) else {
-        return false;
-    };
-    if !(1900..=2099).contains(&year) || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
-        return false;
-    }
-    const W: [u32; 17] = [7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2];
-    let sum: u32 = b[..17]
-        .iter()
-        .zip(W)
-        .map(|(c, w)| u32::from(c - b'0') * w)
-        .sum();
-    let check = b"10X98765432"[(sum % 11) as usize];
-    b[17].to_ascii_uppercase() == check
-}
-
-fn is_th_id(s: &str) -> bool {
-    let d = digits_of(s);
-    if d.len() != 13 || d[0] == 0 || d[0] == 9 {
-        return false;
-    }
-    let sum: u32 = d[..12]
-        .iter()
-        .enumerate()
-        .map(|(i, x)| u32::from(*x) * (13 - i as u32))
-        .sum();
-    (11 - sum % 11) % 10 == u32::from(d[12])
 }
 
 fn is_jwt(token: &str) -> bool {

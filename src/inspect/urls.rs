@@ -11,13 +11,22 @@
 //!   confusable skeleton is ASCII (`host.confusable`), IP literals (`host.ip_literal`,
 //!   unless allowed or listed), deny/allow lists (`host.denied`, `host.not_allowed`).
 //! - PII: path segments, query and fragment parameters are percent-decoded repeatedly
-//!   (up to 4 rounds, to defeat double encoding; `+` is kept as `+`) and handed to
-//!   `pii.rs`. Sensitive parameter *names* fail on any non-trivial value
-//!   (`url.param:<name>`). Decided: `code` and `state` are not sensitive by name (OAuth
-//!   authorize URLs legitimately carry `state`, and `code` is too generic), `key` is not
-//!   either (its value still goes through the detectors, which catch `AIza…` etc.);
-//!   presigned-URL signatures (`X-Amz-Signature`, `sig`, …) are, because a
-//!   pre-authenticated URL is forbidden.
+//!   (up to 4 rounds, to defeat double encoding), then NFKC-normalised (full-width
+//!   `＠．＝＆？；` and digits act as ASCII), and handed to `pii.rs` / `ids.rs`. Query and
+//!   fragment values are read as form data (`+` is a space) and also with `+` literal
+//!   (base64, `jane+tag@…`); path text literally and with `+` as a separator.
+//!   Sensitive parameter *names* fail on any non-trivial value (`url.param:<name>`), by
+//!   the whole name or any segment of a nested one (`access[token]`, `a.b.token`,
+//!   `data[0][ssn]`); a name such as `cpf` or `national_id` lets bare identity numbers
+//!   count. Parameters inside a decoded value (`next=/cb?session=…`, what `？＆＝` became)
+//!   and matrix parameters of path segments (`;jsessionid=…`) are checked like query
+//!   parameters, one level deep. Values that are base64 or base64url (12 to 4096
+//!   characters) are decoded once; decoded UTF-8 text goes through the same checks
+//!   (JSON members by name and value), binary is ignored. Decided: `code` and `state`
+//!   are not sensitive by name (OAuth authorize URLs legitimately carry `state`, and
+//!   `code` is too generic), `key` is not either (its value still goes through the
+//!   detectors, which catch `AIza…` etc.); presigned-URL signatures (`X-Amz-Signature`,
+//!   `sig`, …) are, because a pre-authenticated URL is forbidden.
 //! - Links in form text (`form.url`): `scheme://…`, `www.…`, `javascript:`, `vbscript:`,
 //!   `data:<mime>`, `mailto:`, `tel:`/`sms:` with a number, `file:/`, after NFKC (so
 //!   full-width `ｈｔｔｐｓ：／／` counts). Bare domains (`example.com`) are not links.
@@ -28,9 +37,11 @@
 use std::borrow::Cow;
 use std::sync::LazyLock;
 
+use serde_json::Value;
 use unicode_security::MixedScript;
 use url::{Host, Url};
 
+use super::ids::{self, Hint};
 use super::pii;
 use super::rule::{Hits, RuleId};
 use crate::policy::compile::normalise_param_name;
@@ -40,6 +51,15 @@ use crate::text::fold as text;
 
 /// Longest URL inspected.
 pub(crate) const MAX_URL_BYTES: usize = 8192;
+
+/// Longest base64 value decoded (characters, padding excluded): a few KiB of text.
+const MAX_BASE64_CHARS: usize = 4096;
+
+/// Shortest base64 value decoded: 9 bytes, the least that holds an e-mail or an id.
+const MIN_BASE64_CHARS: usize = 12;
+
+/// JSON nodes visited in one base64-decoded value.
+const MAX_JSON_NODES: usize = 256;
 
 /// Built-in sensitive parameter names, normalised (lower case, no `-` `_` `.`).
 const SENSITIVE_PARAMS: &[&str] = &[
@@ -149,6 +169,46 @@ fn decode(s: &str) -> Cow<'_, str> {
     crate::text::percent_decode_repeatedly(s)
 }
 
+/// What the detectors read: percent-decoded (bounded), then NFKC so full-width `＠．＝＆？`
+/// and digits count as their ASCII forms (and the ideographic full stop `。` as `.`);
+/// decoded once more when NFKC produced escapes (`％４０`).
+fn normalise(s: &str) -> String {
+    let decoded = decode(s);
+    let folded = text::nfkc(&decoded).replace('\u{3002}', ".");
+    if folded.contains('%') && folded != decoded {
+        decode(&folded).into_owned()
+    } else {
+        folded
+    }
+}
+
+/// `+` as a space, except a leading one: it is how E.164 numbers start.
+fn plus_as_space(s: &str) -> String {
+    let (lead, rest) = s.strip_prefix('+').map_or(("", s), |r| ("+", r));
+    format!("{lead}{}", rest.replace('+', " "))
+}
+
+/// A query or fragment component read as application/x-www-form-urlencoded (`+` is a
+/// space, [`plus_as_space`]), then [`normalise`]d.
+fn form_decode(raw: &str) -> String {
+    normalise(&plus_as_space(raw))
+}
+
+/// Every reading of a raw value, most likely first: query and fragment values as form
+/// data, then with `+` literal (base64 and `jane+tag@…` keep theirs); path text as is, then
+/// with `+` as a separator (`4111+1111+…` is still a card number).
+fn readings(raw: &str, form: bool) -> Vec<String> {
+    let literal = normalise(raw);
+    let mut out = if form {
+        vec![form_decode(raw), literal]
+    } else {
+        let spaced = plus_as_space(&literal);
+        vec![literal, spaced]
+    };
+    out.dedup();
+    out
+}
+
 fn is_sensitive_param(norm: &str, policy: &UrlPolicy) -> bool {
     if BENIGN_TOKEN_PARAMS.contains(&norm) {
         return false;
@@ -161,6 +221,40 @@ fn is_sensitive_param(norm: &str, policy: &UrlPolicy) -> bool {
         || norm.ends_with("secret")
 }
 
+/// The segments of a nested parameter name: `access[token]`, `a.b.token`, `data[0][ssn]`.
+fn name_segments(name: &str) -> impl Iterator<Item = String> + '_ {
+    name.split(['[', ']', '.', ':', ' '])
+        .filter(|s| !s.is_empty())
+        .map(normalise_param_name)
+}
+
+/// The whole name normalised, brackets and colons dropped (`page[token]` is `pagetoken`).
+fn whole_name(name: &str) -> String {
+    normalise_param_name(&name.replace(['[', ']', ':', ' '], ""))
+}
+
+/// The sensitive normalised name `name` is, or holds as a segment, if any.
+fn sensitive_name(name: &str, policy: &UrlPolicy) -> Option<String> {
+    let whole = whole_name(name);
+    if BENIGN_TOKEN_PARAMS.contains(&whole.as_str()) {
+        return None;
+    }
+    if is_sensitive_param(&whole, policy) {
+        return Some(whole);
+    }
+    name_segments(name).find(|s| is_sensitive_param(s, policy))
+}
+
+/// The identity-number hint a name (or one of its segments) carries (`cpf`, `user[pesel]`).
+fn name_hint(name: &str) -> Option<Hint> {
+    ids::hint_for_name(&whole_name(name))
+        .or_else(|| name_segments(name).find_map(|s| ids::hint_for_name(&s)))
+}
+
+fn is_trivial(value: &str) -> bool {
+    value.is_empty() || TRIVIAL_VALUES.contains(&value.to_ascii_lowercase().as_str())
+}
+
 fn safe_name(name: &str) -> bool {
     !name.is_empty()
         && name.len() <= 40
@@ -170,37 +264,210 @@ fn safe_name(name: &str) -> bool {
         && pii::scan_value(name).is_none()
 }
 
-/// Check a query-like string (`a=b&c=d`) under `prefix` (`url.query` / `url.fragment`).
-fn check_params(raw: &str, prefix: &str, policy: &UrlPolicy, hits: &mut Hits) {
-    for (i, pair) in raw.split(['&', ';']).enumerate() {
-        if pair.is_empty() {
-            continue;
+/// The text a base64 or base64url value (either alphabet, padded or not) stands for, when
+/// it is UTF-8 text without control characters. Bounded: [`MIN_BASE64_CHARS`] to
+/// [`MAX_BASE64_CHARS`] characters, one decoding, then [`normalise`]d.
+fn base64_text(value: &str) -> Option<String> {
+    let v = value.trim();
+    let body = v.trim_end_matches('=');
+    let alphabet = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'-' | b'_');
+    if !(MIN_BASE64_CHARS..=MAX_BASE64_CHARS).contains(&body.len())
+        || v.len() - body.len() > 2
+        || body.len() % 4 == 1
+        || !body.bytes().all(alphabet)
+        || body.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let text = String::from_utf8(pii::base64url_decode(body)?).ok()?;
+    if text
+        .chars()
+        .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+    {
+        return None;
+    }
+    Some(normalise(&text))
+}
+
+/// How far a value is from the URL: inside parameters embedded in a value, inside text
+/// decoded from base64. Each is unwrapped once, never further.
+#[derive(Clone, Copy)]
+struct Depth {
+    embedded: bool,
+    decoded: bool,
+}
+
+const TOP: Depth = Depth {
+    embedded: false,
+    decoded: false,
+};
+
+/// The `url.pii` checks of path, query and fragment.
+struct Scan<'a> {
+    policy: &'a UrlPolicy,
+    hits: &'a mut Hits,
+}
+
+impl Scan<'_> {
+    fn add(&mut self, loc: &str, detector: impl Into<String>) {
+        self.hits.add(RuleId::UrlPii, loc, detector);
+    }
+
+    /// A query-like string (`a=b&c=d`) under `prefix` (`url.query` / `url.fragment`).
+    fn params(&mut self, raw: &str, prefix: &str) {
+        for (i, pair) in raw.split(['&', ';']).enumerate() {
+            if pair.is_empty() {
+                continue;
+            }
+            let index_loc = format!("{prefix}[{i}]");
+            let Some((raw_name, raw_value)) = pair.split_once('=') else {
+                // A bare name is a value too (`?am9obkBleGFtcGxlLmNvbQ`, `?token＝…`).
+                self.value(&readings(pair, true), None, &index_loc, TOP);
+                continue;
+            };
+            let name = form_decode(raw_name);
+            if let Some(d) = pii::scan_value(&name) {
+                self.add(&index_loc, d);
+            }
+            let loc = if safe_name(&name) {
+                format!("{prefix}.{name}")
+            } else {
+                index_loc
+            };
+            self.param(&name, &readings(raw_value, true), &loc, TOP);
         }
-        let (raw_name, raw_value) = pair.split_once('=').unwrap_or((pair, ""));
-        let name = decode(raw_name);
-        let value = decode(raw_value);
-        let loc = if safe_name(&name) {
-            format!("{prefix}.{name}")
-        } else {
-            format!("{prefix}[{i}]")
-        };
-        if let Some(d) = pii::scan_value(&name) {
-            hits.add(RuleId::UrlPii, format!("{prefix}[{i}]"), d);
-        }
-        let norm = normalise_param_name(&name);
-        let trivial =
-            value.is_empty() || TRIVIAL_VALUES.contains(&value.to_ascii_lowercase().as_str());
-        if !trivial && is_sensitive_param(&norm, policy) {
+    }
+
+    /// `url.param:<name>` when `name` is sensitive (the name only if it is safe to show).
+    fn sensitive(&mut self, name: &str, loc: &str) {
+        if let Some(norm) = sensitive_name(name, self.policy) {
             let detector = if safe_name(&norm) {
                 format!("url.param:{norm}")
             } else {
                 "url.param".to_string()
             };
-            hits.add(RuleId::UrlPii, &loc, detector);
+            self.add(loc, detector);
         }
-        if let Some(d) = pii::scan_value(&value) {
-            hits.add(RuleId::UrlPii, &loc, d);
+    }
+
+    /// One `name=value` parameter (query, fragment, path matrix or embedded): a sensitive
+    /// name with a non-trivial value, then the value itself.
+    fn param(&mut self, name: &str, values: &[String], loc: &str, depth: Depth) {
+        if !is_trivial(values.first().map_or("", String::as_str)) {
+            self.sensitive(name, loc);
         }
+        self.value(values, name_hint(name), loc, depth);
+    }
+
+    /// The value detectors over every reading of one value, then the parameters it embeds
+    /// and the text it encodes in base64.
+    fn value(&mut self, values: &[String], hint: Option<Hint>, loc: &str, depth: Depth) {
+        if let Some(d) = values.iter().find_map(|v| pii::scan_value_hinted(v, hint)) {
+            self.add(loc, d);
+        }
+        if !depth.embedded {
+            if let Some(v) = values.iter().find(|v| v.contains('=')) {
+                self.embedded(v, loc, depth);
+            }
+        }
+        if !depth.decoded {
+            if let Some(text) = values.iter().rev().find_map(|v| base64_text(v)) {
+                self.decoded(&text, hint, loc);
+            }
+        }
+    }
+
+    /// Parameters inside decoded text: `next=/cb?token=…`, matrix parameters
+    /// (`app;jsessionid=…`), what full-width `？＆＝` became after NFKC.
+    fn embedded(&mut self, text: &str, loc: &str, depth: Depth) {
+        let inner = Depth {
+            embedded: true,
+            ..depth
+        };
+        for pair in text.split(['&', ';', '?', '#']) {
+            if let Some((name, value)) = pair.split_once('=') {
+                self.param(name.trim(), &[value.trim().to_string()], loc, inner);
+            }
+        }
+    }
+
+    /// Text decoded from base64: JSON members by name and value, then the text as a value.
+    fn decoded(&mut self, text: &str, hint: Option<Hint>, loc: &str) {
+        let t = text.trim_start();
+        if t.starts_with(['{', '[']) {
+            if let Ok(json) = serde_json::from_str::<Value>(t) {
+                let mut budget = MAX_JSON_NODES;
+                self.json(&json, hint, loc, &mut budget);
+            }
+        }
+        let depth = Depth {
+            embedded: false,
+            decoded: true,
+        };
+        self.value(&[text.to_string()], hint, loc, depth);
+    }
+
+    /// A JSON value decoded from base64: members whose names are sensitive, values the
+    /// detectors recognise (a member name is the hint for its value). At most `budget`
+    /// nodes.
+    fn json(&mut self, v: &Value, hint: Option<Hint>, loc: &str, budget: &mut usize) {
+        let Some(rest) = budget.checked_sub(1) else {
+            return;
+        };
+        *budget = rest;
+        match v {
+            Value::Object(members) => {
+                for (name, member) in members {
+                    let set = match member {
+                        Value::String(s) => !is_trivial(s),
+                        Value::Number(_) => true,
+                        _ => false,
+                    };
+                    if set {
+                        self.sensitive(name, loc);
+                    }
+                    self.json(member, name_hint(name), loc, budget);
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|i| self.json(i, hint, loc, budget)),
+            Value::String(s) => self.json_scalar(&normalise(s), hint, loc),
+            Value::Number(n) if hint.is_some() => self.json_scalar(&n.to_string(), hint, loc),
+            _ => {}
+        }
+    }
+
+    fn json_scalar(&mut self, s: &str, hint: Option<Hint>, loc: &str) {
+        if let Some(d) = pii::scan_value_hinted(s, hint) {
+            self.add(loc, d);
+        }
+    }
+
+    /// One path segment: its text (and its base64), and its matrix parameters
+    /// (`;jsessionid=…`) checked like query parameters.
+    fn segment(&mut self, raw: &str) {
+        self.value(&readings(raw, false), None, "url.path", TOP);
+    }
+
+    fn path(&mut self, url: &Url) {
+        if url.cannot_be_a_base() {
+            self.segment(url.path());
+        } else if let Some(segments) = url.path_segments() {
+            for seg in segments {
+                self.segment(seg);
+            }
+        }
+    }
+
+    fn fragment(&mut self, raw: &str) {
+        let has_params = normalise(raw).contains('=');
+        if has_params {
+            self.params(raw, "url.fragment");
+        }
+        let depth = Depth {
+            embedded: has_params,
+            decoded: false,
+        };
+        self.value(&readings(raw, true), None, "url.fragment", depth);
     }
 }
 
@@ -294,27 +561,13 @@ pub(crate) fn check_url(raw: &str, policy: &UrlPolicy, hits: &mut Hits) {
         hits.add(RuleId::UrlCredentials, "url.userinfo", "url.userinfo");
     }
     check_host(raw, &url, policy, hits);
-    if url.cannot_be_a_base() {
-        if let Some(d) = pii::scan_value(&decode(url.path())) {
-            hits.add(RuleId::UrlPii, "url.path", d);
-        }
-    } else if let Some(segments) = url.path_segments() {
-        for seg in segments {
-            if let Some(d) = pii::scan_value(&decode(seg)) {
-                hits.add(RuleId::UrlPii, "url.path", d);
-            }
-        }
-    }
+    let mut scan = Scan { policy, hits };
+    scan.path(&url);
     if let Some(q) = url.query() {
-        check_params(q, "url.query", policy, hits);
+        scan.params(q, "url.query");
     }
     if let Some(f) = url.fragment() {
-        if f.contains('=') {
-            check_params(f, "url.fragment", policy, hits);
-        }
-        if let Some(d) = pii::scan_value(&decode(f)) {
-            hits.add(RuleId::UrlPii, "url.fragment", d);
-        }
+        scan.fragment(f);
     }
 }
 

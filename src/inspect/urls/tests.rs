@@ -195,3 +195,234 @@ fn links_in_text() {
         assert_eq!(find_link(t), want, "{t}");
     }
 }
+
+#[test]
+fn query_values_are_form_decoded() {
+    assert_eq!(
+        detectors("https://example.com/pay?c=4111+1111+1111+1111"),
+        ["pii.card"]
+    );
+    assert_eq!(
+        detectors("https://example.com/x?p=+33+6+12+34+56+78"),
+        ["pii.phone"]
+    );
+    assert_eq!(
+        detectors("https://example.com/x?p=415+555+2671"),
+        ["pii.phone"]
+    );
+    // `%2B` stays a plus; a literal `+` in an e-mail tag still reads as an e-mail.
+    assert_eq!(
+        detectors("https://example.com/x?u=jane+tag@corp.example.org"),
+        ["pii.email"]
+    );
+    for u in [
+        "https://example.com/search?q=hello+world",
+        "https://example.com/search?q=c%2B%2B+tutorial&page=2",
+        "https://example.com/search?q=how+to+reset+a+password",
+    ] {
+        assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
+    }
+}
+
+#[test]
+fn nested_parameter_names() {
+    for (u, want) in [
+        (
+            "https://example.com/x?access[token]=abc123",
+            "url.param:accesstoken",
+        ),
+        (
+            "https://example.com/x?user[password]=hunter22",
+            "url.param:userpassword",
+        ),
+        (
+            "https://example.com/x?a.b.token=xyz123",
+            "url.param:abtoken",
+        ),
+        ("https://example.com/x?data[0][ssn]=xyz123", "url.param:ssn"),
+        (
+            "https://example.com/x?auth[api_key]=k123456",
+            "url.param:authapikey",
+        ),
+        (
+            "https://example.com/x?creds[secret]=s3cr3t",
+            "url.param:credssecret",
+        ),
+    ] {
+        assert_eq!(detectors(u), [want], "{u}");
+    }
+    for u in [
+        "https://example.com/x?page[token]=abc123",
+        "https://example.com/x?filter[status]=active&page[size]=10",
+        "https://example.com/x?user[name]=bob",
+        "https://example.com/x?access[token]=true",
+    ] {
+        assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
+    }
+}
+
+#[test]
+fn base64_values_are_decoded_once() {
+    for (u, want) in [
+        // john@example.com
+        (
+            "https://example.com/x?d=am9obkBleGFtcGxlLmNvbQ",
+            "pii.email",
+        ),
+        (
+            "https://example.com/x?d=am9obkBleGFtcGxlLmNvbQ%3D%3D",
+            "pii.email",
+        ),
+        ("https://example.com/u/am9obkBleGFtcGxlLmNvbQ", "pii.email"),
+        // 4111111111111111
+        (
+            "https://example.com/x?d=NDExMTExMTExMTExMTExMQ==",
+            "pii.card",
+        ),
+        // token=abc123&user=bob
+        (
+            "https://example.com/x?d=dG9rZW49YWJjMTIzJnVzZXI9Ym9i",
+            "url.param:token",
+        ),
+        // {"user":"bob","password":"hunter2"}
+        (
+            "https://example.com/x?d=eyJ1c2VyIjoiYm9iIiwicGFzc3dvcmQiOiJodW50ZXIyIn0",
+            "url.param:password",
+        ),
+        // {"cpf":"52998224725"}
+        (
+            "https://example.com/x?d=eyJjcGYiOiI1Mjk5ODIyNDcyNSJ9",
+            "pii.national_id:br",
+        ),
+    ] {
+        assert_eq!(detectors(u), [want], "{u}");
+    }
+    // Opaque state that decodes to binary, JSON and text without PII, short values.
+    for u in [
+        "https://example.com/cb?state=rAnD0m+B64/State+Value+==",
+        "https://example.com/cb?state=Q3VzdG9tU3RhdGUxMjM0NTY3OA",
+        "https://example.com/x?cursor=eyJpZCI6MTIzfQ",
+        "https://example.com/x?after=YXJyYXljb25uZWN0aW9uOjEw",
+        "https://example.com/x?gclid=Cj0KCQjw8O-VBhCpARIsACMvVLMSSU3pQxyzAbCdEf0123456789aB_cD",
+    ] {
+        assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
+    }
+    assert_eq!(
+        base64_text("am9obkBleGFtcGxlLmNvbQ").as_deref(),
+        Some("john@example.com")
+    );
+    assert_eq!(base64_text("am9obkBl"), None, "too short");
+    assert_eq!(base64_text(&"QUFB".repeat(1100)), None, "too long");
+    assert_eq!(base64_text("123456789012345"), None, "a number");
+    assert_eq!(base64_text("//79/Pv6+fj39vX0"), None, "binary");
+}
+
+#[test]
+fn path_parameters() {
+    for (u, want) in [
+        (
+            "https://example.com/app;jsessionid=ABCDEF0123",
+            "url.param:jsessionid",
+        ),
+        (
+            "https://example.com/cb;sessionid=abcdef123/next",
+            "url.param:sessionid",
+        ),
+        (
+            "https://example.com/a;v=1;token=zzz999/b",
+            "url.param:token",
+        ),
+        (
+            "https://example.com/p;e=am9obkBleGFtcGxlLmNvbQ",
+            "pii.email",
+        ),
+    ] {
+        assert_eq!(
+            findings(u),
+            [("url.pii".into(), "url.path".into(), want.into())],
+            "{u}"
+        );
+    }
+    assert!(findings("https://example.com/cars;color=red;year=2024").is_empty());
+}
+
+#[test]
+fn fullwidth_separators_after_nfkc() {
+    for (u, want) in [
+        ("https://example.com/x?e=john＠example．com", "pii.email"),
+        (
+            "https://example.com/x?e=john%EF%BC%A0example.com",
+            "pii.email",
+        ),
+        ("https://example.com/users/john＠example.com", "pii.email"),
+        (
+            "https://example.com/x?q=x＆token＝abc123",
+            "url.param:token",
+        ),
+        ("https://example.com/cb？token＝abc123", "url.param:token"),
+        (
+            "https://example.com/x#access_token＝abc123",
+            "url.param:accesstoken",
+        ),
+        (
+            "https://example.com/x?c=４１１１１１１１１１１１１１１１",
+            "pii.card",
+        ),
+    ] {
+        assert_eq!(detectors(u), [want], "{u}");
+    }
+    for u in [
+        "https://example.com/docs/ｇｕｉｄｅ／ｓｔａｒｔ",
+        "https://example.com/x?q=ｈｅｌｌｏ＋ｗｏｒｌｄ",
+        "https://example.com/商品/カメラ？色＝黒",
+    ] {
+        assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
+    }
+}
+
+#[test]
+fn national_ids_in_urls() {
+    for (u, want) in [
+        (
+            "https://example.com/x?q=529.982.247-25",
+            "pii.national_id:br",
+        ),
+        (
+            "https://example.com/x?cpf=52998224725",
+            "pii.national_id:br",
+        ),
+        (
+            "https://example.com/x?pesel=44051401359",
+            "pii.national_id:pl",
+        ),
+        (
+            "https://example.com/x?q=PESEL+44051401359",
+            "pii.national_id:pl",
+        ),
+        (
+            "https://example.com/x?user[national_id]=10000000146",
+            "pii.national_id:tr",
+        ),
+        (
+            "https://example.com/p/RSSMRA85T10A562S",
+            "pii.national_id:it",
+        ),
+        ("https://example.com/x?id=12345678Z", "pii.national_id:es"),
+        ("https://example.com/x?pn=811218-9876", "pii.national_id:se"),
+    ] {
+        assert_eq!(
+            detectors(u).last().map(String::as_str),
+            Some(want),
+            "{u}: {:?}",
+            detectors(u)
+        );
+    }
+    for u in [
+        "https://example.com/x?order_id=52998224725",
+        "https://example.com/order/44051401359",
+        "https://example.com/x?cpf=52998224726",
+        "https://example.com/x?pesel=44051401358",
+    ] {
+        assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
+    }
+}
