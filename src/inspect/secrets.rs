@@ -29,6 +29,7 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 pub use crate::lexicon::{Role, SecretLexicon};
+use crate::lexicon::Category;
 use crate::text::fold as text;
 
 use super::rule::{Hits, RuleId};
@@ -76,8 +77,10 @@ pub(crate) fn check_form(
         if !kind.is_free_input() {
             continue;
         }
-        free_input = true;
-        check_field(name, prop, lexicon, &loc(), hits);
+        // The form's own texts are instructions for its inputs; when every input is a
+        // property of a secret (`key_title`, `min_password_length`), they name the secret as
+        // the topic ("Add an SSH key to your profile"), not as something to type.
+        free_input |= check_field(name, prop, kind, message, lexicon, &loc(), hits);
     }
     if !free_input {
         return;
@@ -117,25 +120,56 @@ const NAMED_FORMATS: &[&str] = &[
     "uuid",
 ];
 
-/// One free-input field, decided from its name, title and description together.
-fn check_field(name: &str, prop: &Value, lexicon: &SecretLexicon, loc: &str, hits: &mut Hits) {
+/// Concepts a number can hold: a numeric field (`type: number|integer`) cannot take a
+/// password, key, token or phrase, so a "seed" or "token" there is something else.
+fn numeric_concept(c: Category) -> bool {
+    matches!(
+        c,
+        Category::Pin
+            | Category::Otp
+            | Category::Card
+            | Category::CardExpiry
+            | Category::Cvv
+            | Category::Bank
+            | Category::NationalId
+            | Category::Custom
+    )
+}
+
+/// One free-input field, decided from its name, title and description together. Returns
+/// whether it is an input of its own (not a property of a secret).
+fn check_field(
+    name: &str,
+    prop: &Value,
+    kind: schema::PropKind,
+    message: Option<&str>,
+    lexicon: &SecretLexicon,
+    loc: &str,
+    hits: &mut Hits,
+) -> bool {
     let title = prop.get("title").and_then(Value::as_str);
     let description = prop.get("description").and_then(Value::as_str);
     let named_format = prop
         .get("format")
         .and_then(Value::as_str)
         .is_some_and(|f| NAMED_FORMATS.contains(&f));
-    let prose = if named_format {
-        Role::Hidden
-    } else {
-        Role::Prose
-    };
-    let texts: Vec<&str> = [Some(name), title, description]
+    let prose = if named_format { Role::Hidden } else { Role::Prose };
+    if lexicon.names_attribute(name) || title.is_some_and(|t| lexicon.names_attribute(t)) {
+        // `password_expiry_days`, "Minimum password length", "Title for the SSH key": a
+        // property of a secret, whatever its other texts say about the secret.
+        return false;
+    }
+    let numeric = matches!(kind, schema::PropKind::Number { .. });
+    // The field's texts and the form's message: where a benign sense may be named ("Drop a
+    // pin on the map" above a field titled "Label for the pin").
+    let texts: Vec<&str> = [Some(name), title, description, message]
         .into_iter()
         .flatten()
         .collect();
     let report = |at: String, m: Option<crate::lexicon::Match<'_>>, hits: &mut Hits| match m {
-        Some(m) if !lexicon.benign_sense(m.term, &texts) => {
+        Some(m)
+            if !lexicon.benign_sense(m.term, &texts) && (!numeric || numeric_concept(m.category)) =>
+        {
             hits.add(RuleId::FormSecret, at, m.detector);
             true
         }
@@ -153,15 +187,20 @@ fn check_field(name: &str, prop: &Value, lexicon: &SecretLexicon, loc: &str, hit
         found |= report(format!("{loc}.description"), lexicon.scan(d, prose), hits);
     }
     if !found {
-        if let Some(t) = title {
-            let joined = format!("{name} {t}");
-            report(
-                format!("{loc}.title"),
-                lexicon.scan(&joined, Role::Label),
-                hits,
-            );
+        // A name split across the field's texts: `api` titled "Key", `card` described as
+        // "number". Descriptions of up to three words only: a sentence is prose, not a name.
+        let short = description.filter(|d| d.len() <= 48 && d.split_whitespace().count() <= 3);
+        if title.is_some() || short.is_some() {
+            let joined = [Some(name), title, short]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let joined_hit = lexicon.scan(&joined, Role::Label).filter(|m| !m.weak);
+            report(format!("{loc}.title"), joined_hit, hits);
         }
     }
+    true
 }
 
 /// The texts of a property that cannot receive a secret but can ask for one elsewhere:

@@ -51,10 +51,13 @@ pub struct Match<'a> {
     pub detector: &'a str,
     /// A weak term (benign readings are common).
     pub weak: bool,
+    /// The concept it names.
+    pub category: Category,
 }
 
 #[derive(Debug)]
 struct TermInfo {
+    category: Category,
     detector: String,
     confusable_detector: String,
     obfuscated_detector: String,
@@ -323,6 +326,7 @@ impl SecretLexicon {
             }
             by_text.entry(sense_key(phrase)).or_default().push(id);
             b.terms.push(TermInfo {
+                category: cat,
                 detector: format!("secret.term:{detector}"),
                 confusable_detector: format!("secret.confusable:{}", cat.as_str()),
                 obfuscated_detector: format!("secret.obfuscated:{}", cat.as_str()),
@@ -475,10 +479,24 @@ impl SecretLexicon {
             }
         }
         if words.iter().any(look_alike) {
-            let skeletons: Vec<String> = words.iter().map(|w| skeleton_fold(&w.folded)).collect();
-            let keys: Vec<&str> = skeletons.iter().map(String::as_str).collect();
+            // Only words that can be spoofs: mixed scripts, or a skeleton that is all
+            // ASCII (a Cyrillic or small-capital spelling of a Latin word). Real words of
+            // another script keep their own spelling. Context (meta words, cues) is read on
+            // the words as written.
+            let skeletons: Vec<String> = words
+                .iter()
+                .map(|w| {
+                    let sk = skeleton_fold(&w.folded);
+                    if look_alike(w) && (sk.is_ascii() || mixed_script(&w.folded)) {
+                        sk
+                    } else {
+                        w.folded.clone()
+                    }
+                })
+                .collect();
+            let sk_keys: Vec<&str> = skeletons.iter().map(String::as_str).collect();
             if let (Some(t), _) =
-                self.scan_words(&words, &keys, role, &self.by_first_skeleton, true)
+                self.scan_keys(&words, &sk_keys, &keys, role, &self.by_first_skeleton, true)
             {
                 return Some(self.hit(t, |i| &i.confusable_detector));
             }
@@ -502,6 +520,7 @@ impl SecretLexicon {
             term,
             detector: name(&self.terms[term]),
             weak: self.terms[term].strength == Strength::Weak,
+            category: self.terms[term].category,
         }
     }
 
@@ -538,10 +557,23 @@ impl SecretLexicon {
         index: &HashMap<String, Vec<Seq>>,
         need_non_latin: bool,
     ) -> (Option<usize>, bool) {
+        self.scan_keys(words, keys, keys, role, index, need_non_latin)
+    }
+
+    /// Terms matched on `match_keys`, their context (meta words, cues) read on `keys`.
+    fn scan_keys(
+        &self,
+        words: &[Word],
+        match_keys: &[&str],
+        keys: &[&str],
+        role: Role,
+        index: &HashMap<String, Vec<Seq>>,
+        need_non_latin: bool,
+    ) -> (Option<usize>, bool) {
         let mut suppressed_seen = false;
         let mut i = 0;
         while i < keys.len() {
-            let Some((term, len)) = self.match_at(keys, i, index, need_non_latin) else {
+            let Some((term, len)) = self.match_at(match_keys, i, index, need_non_latin) else {
                 i += 1;
                 continue;
             };
@@ -702,6 +734,24 @@ impl SecretLexicon {
 /// or non-ASCII Latin (small capitals `ᴘᴀssᴡᴏʀᴅ`).
 fn look_alike(w: &Word) -> bool {
     w.non_latin || !w.folded.is_ascii()
+}
+
+/// A word mixing letters of several scripts (`раssword`: Cyrillic and Latin).
+fn mixed_script(word: &str) -> bool {
+    use unicode_script::{Script, UnicodeScript};
+    let mut seen: Option<Script> = None;
+    for c in word.chars().filter(|c| c.is_alphabetic()) {
+        let s = c.script();
+        if matches!(s, Script::Common | Script::Inherited) {
+            continue;
+        }
+        match seen {
+            None => seen = Some(s),
+            Some(p) if p != s => return true,
+            Some(_) => {}
+        }
+    }
+    false
 }
 
 /// `text` as it displays when it holds a right-to-left override (U+202E): each overridden run
