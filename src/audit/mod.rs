@@ -252,6 +252,8 @@ impl Auditor {
 
     /// Scheme, host and path of `raw`, with query values and PII replaced; `None` when `raw`
     /// is not a URL (then nothing of it is kept).
+    /// The URL's parts an audit event may hold: query values and path-parameter values
+    /// (`;jsessionid=…`) replaced, the rest scrubbed.
     pub fn redact_url(&self, raw: &str) -> Option<RedactedUrl> {
         let url = url::Url::parse(raw).ok()?;
         let query = url.query().map(|_| {
@@ -263,7 +265,7 @@ impl Auditor {
         Some(RedactedUrl {
             scheme: url.scheme().to_owned(),
             host: self.scrub(url.host_str().unwrap_or("")),
-            path: self.scrub(url.path()),
+            path: self.scrub(&redact_path_params(url.path())),
             query,
         })
     }
@@ -322,9 +324,39 @@ pub fn random_salt() -> Vec<u8> {
     salt
 }
 
+/// A path with the value of every matrix parameter (`/a;jsessionid=X/b` → `/a;jsessionid=
+/// [redacted]/b`) replaced: servers read them like query parameters, and session ids travel
+/// there.
+fn redact_path_params(path: &str) -> std::borrow::Cow<'_, str> {
+    if !path.contains(';') {
+        return std::borrow::Cow::Borrowed(path);
+    }
+    let segments: Vec<String> = path
+        .split('/')
+        .map(|segment| {
+            let mut parts = segment.split(';');
+            let head = parts.next().unwrap_or_default().to_owned();
+            parts.fold(head, |acc, p| match p.split_once('=') {
+                Some((name, _)) => format!("{acc};{name}={REDACTED}"),
+                None => format!("{acc};{p}"),
+            })
+        })
+        .collect();
+    std::borrow::Cow::Owned(segments.join("/"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn path_parameter_values_are_redacted() {
+        assert_eq!(
+            redact_path_params("/app;jsessionid=ABC123/next;v=2;flag"),
+            format!("/app;jsessionid={REDACTED}/next;v={REDACTED};flag")
+        );
+        assert_eq!(redact_path_params("/plain/path"), "/plain/path");
+    }
 
     fn auditor() -> (Auditor, std::sync::mpsc::Receiver<String>) {
         let (sink, rx) = AuditSink::memory(prometheus::IntCounter::new("d", "d").unwrap());

@@ -543,6 +543,12 @@ impl SecretLexicon {
                 return Some(t);
             }
         }
+        // Alternating case (`PaSsWoRd`) read as one word rather than split as camelCase.
+        if text.chars().any(char::is_uppercase) {
+            if let Some(t) = plain_scan(&text.to_lowercase()) {
+                return Some(t);
+            }
+        }
         let joined = join_spaced(words)?;
         let keys: Vec<&str> = joined.iter().map(|w| w.folded.as_str()).collect();
         self.scan_words(&joined, &keys, role, &self.by_first, false)
@@ -891,6 +897,7 @@ mod tests {
         assert!(lex.scan("P4SSW0RD", Role::Label).is_some());
         assert!(lex.scan("\u{202E}drowssap\u{202C}", Role::Label).is_some());
         assert!(lex.scan("ᴘᴀssᴡᴏʀᴅ", Role::Label).is_some());
+        assert!(lex.scan("PaSsWoRd", Role::Label).is_some());
         assert!(lex.scan("S e e d   p h r a s e", Role::Label).is_some());
         assert!(lex.names_attribute("password_expiry_days"));
         assert!(!lex.names_attribute("password"));
