@@ -28,8 +28,8 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-pub use crate::lexicon::{Role, SecretLexicon};
 use crate::lexicon::Category;
+pub use crate::lexicon::{Role, SecretLexicon};
 use crate::text::fold as text;
 
 use super::rule::{Hits, RuleId};
@@ -153,7 +153,11 @@ fn check_field(
         .get("format")
         .and_then(Value::as_str)
         .is_some_and(|f| NAMED_FORMATS.contains(&f));
-    let prose = if named_format { Role::Hidden } else { Role::Prose };
+    let prose = if named_format {
+        Role::Hidden
+    } else {
+        Role::Prose
+    };
     if lexicon.names_attribute(name) || title.is_some_and(|t| lexicon.names_attribute(t)) {
         // `password_expiry_days`, "Minimum password length", "Title for the SSH key": a
         // property of a secret, whatever its other texts say about the secret.
@@ -168,7 +172,8 @@ fn check_field(
         .collect();
     let report = |at: String, m: Option<crate::lexicon::Match<'_>>, hits: &mut Hits| match m {
         Some(m)
-            if !lexicon.benign_sense(m.term, &texts) && (!numeric || numeric_concept(m.category)) =>
+            if !lexicon.benign_sense(m.term, &texts)
+                && (!numeric || numeric_concept(m.category)) =>
         {
             hits.add(RuleId::FormSecret, at, m.detector);
             true

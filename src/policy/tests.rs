@@ -129,7 +129,7 @@ fn extra_terms_and_exempt_names_take_effect() {
     use crate::elicitation::{ClientCaps, ElicitationView};
     use crate::inspect::{inspect, Era, InspectContext};
     let policies = map(
-        json!({"p": {"form": {"extra_secret_terms": ["numéro fiscal"], "allow_property_names": ["Password_Hint"]}}}),
+        json!({"p": {"form": {"extra_secret_terms": ["numéro fidélité"], "allow_property_names": ["Password_Hint"]}}}),
     );
     let (set, _) = compile_all(&policies, &routes(&[("r", Some("p"))])).expect("valid");
     let p = set.for_route("r");
@@ -142,7 +142,7 @@ fn extra_terms_and_exempt_names_take_effect() {
         )
     };
     let v = judge(
-        json!({"message":"m","requestedSchema":{"type":"object","properties":{"nf":{"type":"string","title":"Numéro fiscal"}}}}),
+        json!({"message":"m","requestedSchema":{"type":"object","properties":{"nf":{"type":"string","title":"Numéro fidélité"}}}}),
     );
     assert_eq!(v.findings[0].detector, "secret.term:custom");
     let v = judge(
