@@ -79,8 +79,11 @@ enum Command {
 fn init_tracing(settings: &Settings) {
     let filter =
         EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.log.level));
+    // Colour codes only for a terminal: a file, a pipe or a container log gets plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     match settings.log.format {
         LogFormat::Text => builder.init(),

@@ -443,6 +443,11 @@ impl Settings {
             for file in [&tls.cert_file, &tls.key_file] {
                 if !file.is_file() {
                     errors.push(format!("tls: file `{}` does not exist", file.display()));
+                } else if let Err(e) = std::fs::File::open(file) {
+                    errors.push(format!(
+                        "tls: file `{}` cannot be read: {e}",
+                        file.display()
+                    ));
                 }
             }
         }
@@ -466,8 +471,17 @@ impl Settings {
                 "limits.request_buffer_budget: must be at least limits.max_request_body".into(),
             );
         }
-        if self.audit.sink == AuditSinkKind::File && self.audit.file.is_none() {
-            errors.push("audit.file: required with `sink: file`".into());
+        if self.audit.sink == AuditSinkKind::File {
+            match &self.audit.file {
+                None => errors.push("audit.file: required with `sink: file`".into()),
+                Some(file) => check_writable(file, "audit.file", errors),
+            }
+        }
+        if conflicting(self.listen, self.admin_listen) {
+            errors.push(format!(
+                "admin_listen: {} conflicts with listen {} (same port)",
+                self.admin_listen, self.listen
+            ));
         }
         if let Err(e) = self.log.level.parse::<tracing_subscriber::EnvFilter>() {
             errors.push(format!("log.level: {e}"));
@@ -585,6 +599,43 @@ fn routes(
         Err(e) => {
             errors.push(format!("routes: {e}"));
             Vec::new()
+        }
+    }
+}
+
+/// Two listeners that cannot both bind: the same port on the same address, or on any
+/// address when one of them is the unspecified address (`0.0.0.0`, `::`). Port 0 never
+/// conflicts (the system picks).
+fn conflicting(a: SocketAddr, b: SocketAddr) -> bool {
+    a.port() != 0
+        && a.port() == b.port()
+        && (a.ip() == b.ip() || a.ip().is_unspecified() || b.ip().is_unspecified())
+}
+
+/// What `serve` needs to open `file` for appending: an existing directory, and the file (when
+/// it exists) a writable regular file. Checked without creating anything.
+fn check_writable(file: &Path, what: &str, errors: &mut Vec<String>) {
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    match std::fs::metadata(dir) {
+        Ok(m) if m.is_dir() && !m.permissions().readonly() => {}
+        Ok(m) if m.is_dir() => errors.push(format!(
+            "{what}: directory `{}` is not writable",
+            dir.display()
+        )),
+        Ok(_) => errors.push(format!("{what}: `{}` is not a directory", dir.display())),
+        Err(e) => errors.push(format!("{what}: directory `{}`: {e}", dir.display())),
+    }
+    if let Ok(m) = std::fs::metadata(file) {
+        if !m.is_file() {
+            errors.push(format!(
+                "{what}: `{}` is not a regular file",
+                file.display()
+            ));
+        } else if m.permissions().readonly() {
+            errors.push(format!("{what}: `{}` is read-only", file.display()));
         }
     }
 }

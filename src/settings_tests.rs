@@ -106,6 +106,34 @@ fn missing_files_and_routes_are_errors() {
 }
 
 #[test]
+fn conflicting_listeners_and_unwritable_audit_paths_are_errors() {
+    let all = load("listen: 0.0.0.0:8080\nadmin_listen: 127.0.0.1:8080\n")
+        .unwrap_err()
+        .0
+        .join("\n");
+    assert!(
+        all.contains("admin_listen: 127.0.0.1:8080 conflicts with listen"),
+        "{all}"
+    );
+    assert!(load("listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\n").is_ok());
+    let all = load("audit: { sink: file, file: /nonexistent-dir/audit.jsonl }\n")
+        .unwrap_err()
+        .0
+        .join("\n");
+    assert!(
+        all.contains("audit.file: directory `/nonexistent-dir`"),
+        "{all}"
+    );
+    // Every problem at once: both of them in one load.
+    let all = load(
+        "listen: 127.0.0.1:7000\nadmin_listen: 127.0.0.1:7000\naudit: { sink: file, file: /nonexistent-dir/a.jsonl }\n",
+    )
+    .unwrap_err()
+    .0;
+    assert_eq!(all.len(), 2, "{all:?}");
+}
+
+#[test]
 fn example_configs_in_the_repo_are_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("config");
     let mut seen = 0;

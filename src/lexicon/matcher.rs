@@ -671,9 +671,15 @@ impl SecretLexicon {
 
     fn suppressed(&self, keys: &[&str], i: usize, len: usize) -> bool {
         let ctx = &self.ctx;
-        if keys
-            .get(i + len)
-            .is_some_and(|w| ctx.meta_after.contains(*w))
+        // "password policy", "password min length" — but not "Password (min 8 characters)",
+        // where the meta word counts the characters of the requested secret.
+        let counted = keys
+            .get(i + len + 1)
+            .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()));
+        if !counted
+            && keys
+                .get(i + len)
+                .is_some_and(|w| ctx.meta_after.contains(*w))
         {
             return true;
         }
@@ -900,6 +906,10 @@ mod tests {
         assert!(lex.scan("PaSsWoRd", Role::Label).is_some());
         assert!(lex.scan("S e e d   p h r a s e", Role::Label).is_some());
         assert!(lex.names_attribute("password_expiry_days"));
+        assert!(lex
+            .scan("Password (min 8 characters)", Role::Label)
+            .is_some());
+        assert!(lex.scan("password_min_length", Role::Label).is_none());
         assert!(!lex.names_attribute("password"));
     }
 }
