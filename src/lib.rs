@@ -97,16 +97,22 @@ pub struct Running {
     pub admin_addr: SocketAddr,
     admin: Arc<admin::AdminState>,
     stop: watch::Sender<bool>,
+    /// Stops the admin listener, once the client side has drained.
+    admin_stop: watch::Sender<bool>,
     server: JoinHandle<()>,
     admin_task: JoinHandle<()>,
 }
 
 impl Running {
     /// Stops accepting, drains in-flight requests (bounded by `shutdown_grace`) and returns.
+    /// Throughout the drain the admin listener stays up: `/readyz` answers 503 (so an
+    /// orchestrator stops sending traffic), `/healthz` 200 and `/metrics` keeps counting;
+    /// it closes once the client side has drained.
     pub async fn shutdown(self) {
         self.admin.ready.store(false, Ordering::Release);
         let _ = self.stop.send(true);
         let _ = self.server.await;
+        let _ = self.admin_stop.send(true);
         let _ = self.admin_task.await;
     }
 }
@@ -295,10 +301,12 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
             let _ = worker.await;
         }
     });
+    drop(stopping);
+    let (admin_stop, admin_stopping) = watch::channel(false);
     let admin_task = tokio::spawn(admin::serve(
         admin_listener,
         admin.clone(),
-        Shutdown(stopping),
+        Shutdown(admin_stopping),
     ));
     admin.ready.store(true, Ordering::Release);
     tracing::info!(%addr, %admin_addr, "elicitgate listening.");
@@ -307,6 +315,7 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
         admin_addr,
         admin,
         stop,
+        admin_stop,
         server,
         admin_task,
     })

@@ -431,7 +431,7 @@ async fn shutdown_lets_an_in_flight_request_finish() {
         "timeouts: { shutdown_grace: 20s }",
     ))
     .await;
-    let addr = gw.addr;
+    let (addr, admin) = (gw.addr, gw.admin_addr);
     let response = client()
         .request(rpc_post(&format!("http://{addr}/mcp"), CALL))
         .await
@@ -440,6 +440,15 @@ async fn shutdown_lets_an_in_flight_request_finish() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     // New connections are refused once shutdown began.
     assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+    // While the in-flight request drains, the orchestrator sees the drain: not ready, alive.
+    let status = |path: &'static str| async move {
+        let req = Request::get(format!("http://{admin}{path}"))
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        send(req).await.0
+    };
+    assert_eq!(status("/readyz").await, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(status("/healthz").await, StatusCode::OK);
     tx.send(Bytes::from_static(
         b"data: {\"jsonrpc\":\"2.0\",\"id\":\"call-1\",\"result\":{}}\n\n",
     ))
