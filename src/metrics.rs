@@ -25,6 +25,9 @@ const ANSWER_BUCKETS: &[f64] = &[
 #[derive(Clone)]
 pub struct Metrics {
     registry: Registry,
+    /// The standard `process_*` families (CPU, resident memory, descriptors, start time), in
+    /// their own unprefixed registry, as every Prometheus client exports them.
+    process: Registry,
     /// Family names without the prefix, in registration order.
     names: Vec<String>,
     /// Requests answered, by route, HTTP method, MCP method and status.
@@ -127,6 +130,19 @@ impl Families {
         let gauge = IntGauge::new(name, help).expect("static metric definition");
         self.register(name, gauge)
     }
+}
+
+/// A registry holding the process collector (Linux; elsewhere empty).
+fn process_registry() -> Registry {
+    let registry = Registry::new();
+    #[cfg(target_os = "linux")]
+    {
+        let collector = prometheus::process_collector::ProcessCollector::for_self();
+        if let Err(e) = registry.register(Box::new(collector)) {
+            tracing::warn!(error = %e, "Process metrics unavailable.");
+        }
+    }
+    registry
 }
 
 impl Metrics {
@@ -312,6 +328,7 @@ impl Metrics {
             policy_last_reload_timestamp,
             audit_events_dropped,
             registry: f.registry,
+            process: process_registry(),
             names: f.names,
         }
     }
@@ -329,7 +346,9 @@ impl Metrics {
     pub fn render(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(8 * 1024);
         // Encoding into a Vec cannot fail on I/O; a failure would be a bug in a family.
-        if let Err(e) = TextEncoder::new().encode(&self.registry.gather(), &mut out) {
+        let mut families = self.registry.gather();
+        families.extend(self.process.gather());
+        if let Err(e) = TextEncoder::new().encode(&families, &mut out) {
             tracing::error!(error = %e, "Failed to encode metrics.");
         }
         out

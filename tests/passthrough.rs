@@ -418,6 +418,16 @@ async fn admin_endpoints_report_health_readiness_and_metrics() {
     }
     let text = metrics(gw.admin_addr).await;
     assert!(text.contains("elicitgate_build_info{version="), "{text}");
+    for family in [
+        "process_resident_memory_bytes",
+        "process_cpu_seconds_total",
+        "process_open_fds",
+    ] {
+        assert!(
+            text.contains(&format!("\n{family} ")),
+            "{family} missing:\n{text}"
+        );
+    }
     gw.shutdown().await;
 }
 
