@@ -41,6 +41,7 @@ pub mod metrics;
 pub mod policy;
 pub mod proxy;
 pub mod reload;
+pub mod report;
 pub mod rules;
 pub mod settings;
 pub mod state_redis;

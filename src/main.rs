@@ -52,6 +52,21 @@ enum Command {
         /// The document to judge; `-` or absent reads standard input.
         file: Option<PathBuf>,
     },
+    /// Summarise audit events (JSON Lines): decisions by verdict, rule, route and mode, top
+    /// blocking detectors, answers and time to answer. Exit 0, or 2 when the input is unreadable.
+    Report {
+        /// An audit file; `-` or absent reads standard input.
+        file: Option<PathBuf>,
+        /// Only events at or after this time: RFC 3339, or a duration back from now (`24h`).
+        #[arg(long)]
+        since: Option<String>,
+        /// Only events at or before this time (same forms).
+        #[arg(long)]
+        until: Option<String>,
+        /// `text` (default) or `json`.
+        #[arg(long, default_value = "text")]
+        format: String,
+    },
     /// Relay a local MCP server over stdio with the same enforcement: the client starts
     /// elicitgate instead of the server, e.g. `elicitgate stdio --config c.yaml -- python server.py`.
     Stdio {
@@ -168,6 +183,51 @@ fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
     })
 }
 
+fn report(
+    file: Option<&std::path::Path>,
+    since: Option<&str>,
+    until: Option<&str>,
+    format: &str,
+) -> ExitCode {
+    use elicitgate::report::{Summary, Window};
+    let window = match Window::parse(since, until, std::time::SystemTime::now()) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("report: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let summary = match file.filter(|f| f.as_os_str() != "-") {
+        Some(path) => std::fs::File::open(path)
+            .and_then(|f| Summary::read(std::io::BufReader::new(f), window)),
+        None => Summary::read(std::io::stdin().lock(), window),
+    };
+    match (summary, format) {
+        (Ok(s), "json") => match serde_json::to_string_pretty(&s) {
+            Ok(text) => {
+                println!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("report: {e}");
+                ExitCode::from(2)
+            }
+        },
+        (Ok(s), "text") => {
+            print!("{}", s.render_text());
+            ExitCode::SUCCESS
+        }
+        (Ok(_), other) => {
+            eprintln!("report: unknown --format `{other}` (text or json)");
+            ExitCode::from(2)
+        }
+        (Err(e), _) => {
+            eprintln!("report: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -191,6 +251,12 @@ fn main() -> ExitCode {
             capabilities,
             file,
         } => inspect(&config, route.as_deref(), &capabilities, file.as_deref()),
+        Command::Report {
+            file,
+            since,
+            until,
+            format,
+        } => report(file.as_deref(), since.as_deref(), until.as_deref(), &format),
         Command::Stdio {
             config,
             route,

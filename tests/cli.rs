@@ -175,3 +175,51 @@ fn the_shipped_manifest_is_valid_for_the_replicas_it_runs() {
         assert!(manifest.contains(var), "the pod gets {var} from the Secret");
     }
 }
+
+/// `elicitgate report` over audit JSON Lines in the shape the audit sink writes, from stdin,
+/// as text and as JSON, with a window.
+#[test]
+fn report_summarises_audit_events_as_text_and_json() {
+    use std::io::Write;
+    let lines = concat!(
+        r#"{"v":1,"ts":"2026-12-01T10:00:00.000Z","event":"elicitation.blocked","route":"mcp","mode":"form","verdict":"deny","rules":["form.secret"],"findings":[{"rule":"form.secret","location":"properties.p","detector":"secret.term:password@tr"}]}"#,
+        "\n",
+        r#"{"v":1,"ts":"2026-12-01T10:00:01.000Z","event":"elicitation.allowed","route":"mcp","mode":"form","verdict":"allow","rules":[]}"#,
+        "\n",
+        r#"{"v":1,"ts":"2026-12-01T10:00:05.000Z","event":"elicitation.answered","action":"decline","time_to_answer_ms":4000}"#,
+        "\n"
+    );
+    let run = |args: &[&str]| {
+        let mut child = std::process::Command::new(BIN)
+            .arg("report")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(lines.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run(&[]);
+    assert!(text.contains("3 events"), "{text}");
+    assert!(text.contains("secret.term:password@tr"), "{text}");
+    assert!(text.contains("p50 4s"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&run(&["--format", "json"])).unwrap();
+    assert_eq!(json["by_verdict"]["deny"], 1);
+    assert_eq!(json["answers"]["decline"], 1);
+    let later: serde_json::Value = serde_json::from_str(&run(&[
+        "--format",
+        "json",
+        "--since",
+        "2026-12-01T10:00:02Z",
+    ]))
+    .unwrap();
+    assert_eq!(later["events"], 1);
+}

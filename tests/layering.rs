@@ -34,6 +34,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("reload", 6),
     ("stdio", 7),
     ("inspect_cli", 7),
+    ("report", 7),
     ("demo", 7),
 ];
 
