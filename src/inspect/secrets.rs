@@ -158,7 +158,12 @@ fn check_field(
     } else {
         Role::Prose
     };
-    if lexicon.names_attribute(name) || title.is_some_and(|t| lexicon.names_attribute(t)) {
+    let (name_scan, name_attribute) = lexicon.scan_detail(name, Role::Label);
+    let (title_hit, title_attribute) = match title {
+        Some(t) => lexicon.scan_detail(t, Role::Label),
+        None => (None, false),
+    };
+    if name_attribute || title_attribute {
         // `password_expiry_days`, "Minimum password length", "Title for the SSH key": a
         // property of a secret, whatever its other texts say about the secret.
         return false;
@@ -180,12 +185,9 @@ fn check_field(
         }
         _ => false,
     };
-    let title_hit = title.and_then(|t| lexicon.scan(t, Role::Label));
     // A weak term in the name (`pwd`, `pin`, `tkn`) is overruled by a title, the label the
     // user reads, that names no secret ("Working directory", "Postal code").
-    let name_hit = lexicon
-        .scan(name, Role::Label)
-        .filter(|m| !(m.weak && title.is_some() && title_hit.is_none()));
+    let name_hit = name_scan.filter(|m| !(m.weak && title.is_some() && title_hit.is_none()));
     let mut found = report(loc.to_owned(), name_hit, hits);
     found |= report(format!("{loc}.title"), title_hit, hits);
     if let Some(d) = description {
@@ -194,8 +196,9 @@ fn check_field(
     if !found {
         // A name split across the field's texts: `api` titled "Key", `card` described as
         // "number". Descriptions of up to three words only: a sentence is prose, not a name.
-        let short = description.filter(|d| d.len() <= 48 && d.split_whitespace().count() <= 3);
-        if title.is_some() || short.is_some() {
+        let few_words = |t: &str| t.len() <= 48 && t.split_whitespace().count() <= 3;
+        let short = description.filter(|d| few_words(d));
+        if title.is_some_and(few_words) || short.is_some() {
             let joined = [Some(name), title, short]
                 .into_iter()
                 .flatten()

@@ -106,6 +106,8 @@ struct Seq {
 struct Context {
     meta_after: HashSet<String>,
     meta_before: HashSet<String>,
+    /// Action words, either side of the term; outside labels only.
+    actions: HashSet<String>,
     linkers: HashSet<String>,
     cues: HashSet<String>,
     /// Folded clitic prefixes, longest first.
@@ -167,9 +169,12 @@ fn strip_digits(word: &str) -> Option<&str> {
     (t.len() < word.len() && t.chars().count() >= 2).then_some(t)
 }
 
-fn first_chars(s: &str, n: usize) -> Option<String> {
-    let p: String = s.chars().take(n).collect();
-    (p.chars().count() == n).then_some(p)
+/// The first `n` characters of `s`, when it has that many (a slice, no allocation).
+fn first_chars(s: &str, n: usize) -> Option<&str> {
+    match s.char_indices().nth(n) {
+        Some((end, _)) => Some(&s[..end]),
+        None => (s.chars().count() == n).then_some(s),
+    }
 }
 
 fn folded_words(s: &str) -> Vec<String> {
@@ -210,7 +215,7 @@ impl Builder {
             match first_chars(&head.text, 3) {
                 Some(key) => self
                     .stems
-                    .entry(key)
+                    .entry(key.to_owned())
                     .or_default()
                     .push((head.text.clone(), seq.clone())),
                 None => return false,
@@ -399,6 +404,7 @@ impl SecretLexicon {
             ctx: Context {
                 meta_after: folded_set(&data.meta_after),
                 meta_before: folded_set(&data.meta_before),
+                actions: folded_set(&data.actions),
                 linkers: folded_set(&data.linkers),
                 cues: folded_set(&data.cues),
                 clitics,
@@ -463,22 +469,42 @@ impl SecretLexicon {
 
     /// The first secret term requested by `text`, if any.
     pub fn scan(&self, text: &str, role: Role) -> Option<Match<'_>> {
+        self.scan_detail(text, role).0
+    }
+
+    /// [`SecretLexicon::scan`], and whether `text` names a property of a secret rather than
+    /// the secret (`password_expiry_days`, `min_password_length`, "token count"): a term was
+    /// found only as an attribute. A field so named asks for no secret, whatever its title
+    /// repeats.
+    pub fn scan_detail(&self, text: &str, role: Role) -> (Option<Match<'_>>, bool) {
         if role == Role::Hidden && text.trim_end().ends_with(['?', '？', '؟']) {
             // A question in a checkbox or an option ("Forgot your password?") asks about the
             // secret, not for it.
-            return None;
+            return (None, false);
         }
         let words = text::words(text);
         let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
-        if let (Some(t), _) = self.scan_words(&words, &keys, role, &self.by_first, false) {
-            return Some(self.hit(t, |i| &i.detector));
+        let (hit, suppressed) = self.scan_words(&words, &keys, role, &self.by_first, false);
+        if let Some(t) = hit {
+            return (Some(self.hit(t, |i| &i.detector)), false);
         }
+        (self.scan_rest(text, &words, &keys, role), suppressed)
+    }
+
+    /// The passes after the first: compact scripts, homoglyphs, obfuscation.
+    fn scan_rest(
+        &self,
+        text: &str,
+        words: &[Word],
+        keys: &[&str],
+        role: Role,
+    ) -> Option<Match<'_>> {
         if has_compact_char(text) {
             if let Some(t) = self.scan_compact(text, role) {
                 return Some(self.hit(t, |i| &i.detector));
             }
         }
-        if words.iter().any(look_alike) {
+        if words.iter().any(spoof_candidate) {
             // Only words that can be spoofs: mixed scripts, or a skeleton that is all
             // ASCII (a Cyrillic or small-capital spelling of a Latin word). Real words of
             // another script keep their own spelling. Context (meta words, cues) is read on
@@ -486,9 +512,8 @@ impl SecretLexicon {
             let skeletons: Vec<String> = words
                 .iter()
                 .map(|w| {
-                    let sk = skeleton_fold(&w.folded);
-                    if look_alike(w) && (sk.is_ascii() || mixed_script(&w.folded)) {
-                        sk
+                    if spoof_candidate(w) {
+                        skeleton_fold(&w.folded)
                     } else {
                         w.folded.clone()
                     }
@@ -496,23 +521,19 @@ impl SecretLexicon {
                 .collect();
             let sk_keys: Vec<&str> = skeletons.iter().map(String::as_str).collect();
             if let (Some(t), _) =
-                self.scan_keys(&words, &sk_keys, &keys, role, &self.by_first_skeleton, true)
+                self.scan_keys(words, &sk_keys, keys, role, &self.by_first_skeleton, true)
             {
                 return Some(self.hit(t, |i| &i.confusable_detector));
             }
         }
-        self.scan_obfuscated(text, &words, role)
+        self.scan_obfuscated(text, words, role)
             .map(|t| self.hit(t, |i| &i.obfuscated_detector))
     }
 
-    /// Does `text` name a property of a secret rather than the secret (`password_expiry_days`,
-    /// `min_password_length`, "token count")? A field so named asks for no secret, whatever
-    /// its title repeats.
+    /// Does `text` name a property of a secret rather than the secret? See
+    /// [`SecretLexicon::scan_detail`].
     pub fn names_attribute(&self, text: &str) -> bool {
-        let words = text::words(text);
-        let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
-        let (hit, suppressed) = self.scan_words(&words, &keys, Role::Label, &self.by_first, false);
-        hit.is_none() && suppressed
+        self.scan_detail(text, Role::Label).1
     }
 
     fn hit(&self, term: usize, name: impl Fn(&TermInfo) -> &String) -> Match<'_> {
@@ -538,13 +559,15 @@ impl SecretLexicon {
                 return Some(t);
             }
         }
-        if let Some(plain) = unleet(&text::normalize(text)) {
-            if let Some(t) = plain_scan(&plain) {
-                return Some(t);
+        if text.chars().any(|c| leet(c).is_some()) {
+            if let Some(plain) = unleet(&text::normalize(text)) {
+                if let Some(t) = plain_scan(&plain) {
+                    return Some(t);
+                }
             }
         }
         // Alternating case (`PaSsWoRd`) read as one word rather than split as camelCase.
-        if text.chars().any(char::is_uppercase) {
+        if alternating_case(text) {
             if let Some(t) = plain_scan(&text.to_lowercase()) {
                 return Some(t);
             }
@@ -590,12 +613,12 @@ impl SecretLexicon {
             };
             // A suppressed phrase also covers the shorter terms inside it
             // ("personal access token name" must not re-match at "access token").
-            if self.suppressed(keys, i, len) {
+            if self.suppressed(keys, i, len, role) {
                 suppressed_seen = true;
                 i += len;
                 continue;
             }
-            let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(look_alike);
+            let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(spoof_candidate);
             let cue_ok = match role {
                 Role::Label => true,
                 Role::Prose => {
@@ -641,7 +664,7 @@ impl SecretLexicon {
                 continue;
             }
             if let Some(key) = first_chars(head, 3) {
-                for (stem, seq) in self.stems.get(&key).into_iter().flatten() {
+                for (stem, seq) in self.stems.get(key).into_iter().flatten() {
                     if head.starts_with(stem.as_str()) {
                         consider(seq, &mut best);
                     }
@@ -669,8 +692,25 @@ impl SecretLexicon {
         std::iter::once(word).chain(digits).chain(clitic)
     }
 
-    fn suppressed(&self, keys: &[&str], i: usize, len: usize) -> bool {
+    fn suppressed(&self, keys: &[&str], i: usize, len: usize, role: Role) -> bool {
         let ctx = &self.ctx;
+        // "Create an API key" (the server creates it) is about a key; a field titled
+        // "Create a password" asks for one.
+        if role != Role::Label {
+            let before = i.checked_sub(1).and_then(|j| keys.get(j));
+            let skip_linkers = keys[..i]
+                .iter()
+                .rev()
+                .take(4)
+                .find(|w| !ctx.linkers.contains(**w));
+            let acted = [before, skip_linkers, keys.get(i + len)]
+                .into_iter()
+                .flatten()
+                .any(|w| ctx.actions.contains(*w));
+            if acted {
+                return true;
+            }
+        }
         // "password policy", "password min length" — but not "Password (min 8 characters)",
         // where the meta word counts the characters of the requested secret.
         let counted = keys
@@ -742,10 +782,19 @@ impl SecretLexicon {
     }
 }
 
-/// A word that may be written with look-alike letters: another script (Cyrillic `раssword`)
-/// or non-ASCII Latin (small capitals `ᴘᴀssᴡᴏʀᴅ`).
-fn look_alike(w: &Word) -> bool {
-    w.non_latin || !w.folded.is_ascii()
+/// Lower-case Cyrillic and Greek letters that look like Latin ones (after folding): a word
+/// made only of these can be a Latin word spelt in another script.
+const LATIN_LOOKALIKES: &str = "аеорсухіјѕԁһӏԛԝѡьвкмнтποιкνρυχαεηβτ";
+
+/// Worth a confusable skeleton: a word mixing scripts (`раssword`), or one written only in
+/// letters that look Latin (`раѕѕwоrd` is not possible, `рор` is). Real words of other
+/// scripts are left alone, which also keeps the skeleton's cost off ordinary text.
+fn spoof_candidate(w: &Word) -> bool {
+    w.non_latin
+        && (mixed_script(&w.folded)
+            || w.folded
+                .chars()
+                .all(|c| c.is_ascii() || LATIN_LOOKALIKES.contains(c)))
 }
 
 /// A word mixing letters of several scripts (`раssword`: Cyrillic and Latin).
@@ -788,6 +837,28 @@ fn as_displayed(text: &str) -> Option<String> {
     }
     out.extend(run.drain(..).rev());
     Some(out)
+}
+
+/// A run of letters switching from lower to upper case three times or more (`PaSsWoRd`),
+/// more than camelCase does (`apiKeyName` switches twice).
+fn alternating_case(text: &str) -> bool {
+    let mut switches = 0;
+    let mut prev_lower = false;
+    for c in text.chars() {
+        if !c.is_alphabetic() {
+            switches = 0;
+            prev_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && prev_lower {
+            switches += 1;
+            if switches >= 3 {
+                return true;
+            }
+        }
+        prev_lower = c.is_lowercase();
+    }
+    false
 }
 
 /// The letter a leetspeak character stands for.

@@ -114,6 +114,8 @@ pub struct Data {
     pub terms: Vec<Term>,
     pub meta_after: Vec<&'static str>,
     pub meta_before: Vec<&'static str>,
+    /// Actions on a secret (`create`, `erstellen`): attributes in prose, not in labels.
+    pub actions: Vec<&'static str>,
     pub linkers: Vec<&'static str>,
     pub cues: Vec<&'static str>,
     pub compact_cues: Vec<&'static str>,
@@ -222,6 +224,7 @@ impl Data {
             let target = match key {
                 "meta_after" => Some(&mut self.meta_after),
                 "meta_before" => Some(&mut self.meta_before),
+                "actions" => Some(&mut self.actions),
                 "linkers" => Some(&mut self.linkers),
                 "cues" => Some(&mut self.cues),
                 "compact_cues" => Some(&mut self.compact_cues),
