@@ -10,9 +10,9 @@ fn config() -> String {
     format!("{}/config/elicitgate.yaml", env!("CARGO_MANIFEST_DIR"))
 }
 
-fn inspect(args: &[&str], input: &str) -> (i32, serde_json::Value) {
+/// Runs the binary with `args`, `input` on its stdin.
+fn run_with_stdin(args: &[&str], input: &str) -> std::process::Output {
     let mut child = Command::new(BIN)
-        .args(["inspect", "--config", &config()])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -24,7 +24,14 @@ fn inspect(args: &[&str], input: &str) -> (i32, serde_json::Value) {
         .unwrap()
         .write_all(input.as_bytes())
         .unwrap();
-    let out = child.wait_with_output().unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn inspect(args: &[&str], input: &str) -> (i32, serde_json::Value) {
+    let config = config();
+    let mut all = vec!["inspect", "--config", &config];
+    all.extend_from_slice(args);
+    let out = run_with_stdin(&all, input);
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 1, "exactly one line: {text}");
     (
@@ -82,12 +89,17 @@ fn check_config_reports_every_error_and_exits_1() {
     for needle in ["listen", "colour", "form.secrets", "alowed_hosts", "policy"] {
         assert!(err.contains(needle), "{needle} missing from:\n{err}");
     }
-    for file in ["elicitgate.yaml", "policy.yaml"] {
+    // The shipped examples and the container image's default configuration.
+    for file in [
+        "config/elicitgate.yaml",
+        "config/policy.yaml",
+        "deploy/docker/elicitgate.yaml",
+    ] {
         let out = Command::new(BIN)
             .args([
                 "check-config",
                 "--config",
-                &format!("{}/config/{file}", env!("CARGO_MANIFEST_DIR")),
+                &format!("{}/{file}", env!("CARGO_MANIFEST_DIR")),
             ])
             .output()
             .unwrap();
@@ -180,7 +192,6 @@ fn the_shipped_manifest_is_valid_for_the_replicas_it_runs() {
 /// as text and as JSON, with a window.
 #[test]
 fn report_summarises_audit_events_as_text_and_json() {
-    use std::io::Write;
     let lines = concat!(
         r#"{"v":1,"ts":"2026-12-01T10:00:00.000Z","event":"elicitation.blocked","route":"mcp","mode":"form","verdict":"deny","rules":["form.secret"],"findings":[{"rule":"form.secret","location":"properties.p","detector":"secret.term:password@tr"}]}"#,
         "\n",
@@ -190,20 +201,9 @@ fn report_summarises_audit_events_as_text_and_json() {
         "\n"
     );
     let run = |args: &[&str]| {
-        let mut child = std::process::Command::new(BIN)
-            .arg("report")
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(lines.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let mut all = vec!["report"];
+        all.extend_from_slice(args);
+        let out = run_with_stdin(&all, lines);
         assert!(out.status.success());
         String::from_utf8(out.stdout).unwrap()
     };

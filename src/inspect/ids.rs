@@ -379,7 +379,8 @@ fn all_same(d: &[u8]) -> bool {
     d.windows(2).all(|w| w[0] == w[1])
 }
 
-fn valid_date(year: u32, month: u32, day: u32) -> bool {
+/// A real calendar date (proleptic Gregorian; leap years counted).
+pub(crate) fn valid_date(year: u32, month: u32, day: u32) -> bool {
     let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,

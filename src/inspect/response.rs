@@ -233,15 +233,7 @@ pub(crate) fn is_date(s: &str) -> bool {
     let (Some(month), Some(day)) = (two(s, 5), two(s, 8)) else {
         return false;
     };
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    (1..=days).contains(&day)
+    super::ids::valid_date(year, month, day)
 }
 
 /// RFC 3339 `date-time`: `YYYY-MM-DDTHH:MM:SS[.frac](Z|±HH:MM)`.

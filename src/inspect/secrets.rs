@@ -198,7 +198,8 @@ fn check_field(
         // "number". Descriptions of up to three words only: a sentence is prose, not a name.
         let few_words = |t: &str| t.len() <= 48 && t.split_whitespace().count() <= 3;
         let short = description.filter(|d| few_words(d));
-        if title.is_some_and(few_words) || short.is_some() {
+        let split = lexicon.may_continue(name) || title.is_some_and(|t| lexicon.may_continue(t));
+        if split && (title.is_some_and(few_words) || short.is_some()) {
             let joined = [Some(name), title, short]
                 .into_iter()
                 .flatten()

@@ -530,6 +530,16 @@ impl SecretLexicon {
             .map(|t| self.hit(t, |i| &i.obfuscated_detector))
     }
 
+    /// Does `text` end with a word that begins a longer term (`api` of "api key", `card` of
+    /// "card number")? Then the field's next text may complete it.
+    pub fn may_continue(&self, text: &str) -> bool {
+        text::words(text).last().is_some_and(|w| {
+            self.by_first
+                .get(&w.folded)
+                .is_some_and(|seqs| seqs.iter().any(|q| !q.rest.is_empty()))
+        })
+    }
+
     /// Does `text` name a property of a secret rather than the secret? See
     /// [`SecretLexicon::scan_detail`].
     pub fn names_attribute(&self, text: &str) -> bool {
@@ -915,6 +925,9 @@ fn unleet(text: &str) -> Option<String> {
 fn join_spaced(words: &[Word]) -> Option<Vec<Word>> {
     let single =
         |w: &Word| w.folded.chars().count() == 1 && w.folded.chars().all(char::is_alphabetic);
+    if !words.windows(4).any(|run| run.iter().all(single)) {
+        return None;
+    }
     let mut out = Vec::with_capacity(words.len());
     let mut changed = false;
     let mut i = 0;

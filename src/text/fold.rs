@@ -87,6 +87,13 @@ pub fn normalize(s: &str) -> Cow<'_, str> {
     if decoded.is_ascii() {
         return Cow::Owned(decoded.into_owned());
     }
+    // Most non-ASCII text is already NFKC and holds no invisible code point: no copy.
+    let plain = !decoded.chars().any(is_default_ignorable)
+        && unicode_normalization::is_nfkc_quick(decoded.chars())
+            == unicode_normalization::IsNormalized::Yes;
+    if plain {
+        return decoded;
+    }
     Cow::Owned(
         decoded
             .chars()
