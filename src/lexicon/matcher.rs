@@ -23,7 +23,9 @@
 //!
 //! Never: records the text it scanned; a match names only its detector.
 
-use std::collections::{HashMap, HashSet};
+// The indexes are built once from the data files and only looked up with input: a fast
+// non-cryptographic hasher (no HashDoS surface: nothing from the wire is inserted).
+use foldhash::{HashMap, HashMapExt, HashSet, HashSetExt};
 use std::sync::{Arc, LazyLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
@@ -694,11 +696,21 @@ impl SecretLexicon {
     /// The forms of one word a term may start with: itself, without trailing digits,
     /// without a glued clitic prefix.
     fn heads<'k>(&'k self, word: &'k str) -> impl Iterator<Item = &'k str> + 'k {
-        let digits = strip_digits(word);
-        let clitic = self.ctx.clitics.iter().find_map(move |c| {
-            word.strip_prefix(c.as_str())
-                .filter(|rest| rest.chars().count() >= 2)
-        });
+        let digits = word
+            .as_bytes()
+            .last()
+            .is_some_and(u8::is_ascii_digit)
+            .then(|| strip_digits(word))
+            .flatten();
+        // Clitics are Arabic-, Hebrew- and Persian-script prefixes: never on an ASCII word.
+        let clitic = (!word.is_ascii())
+            .then(|| {
+                self.ctx.clitics.iter().find_map(move |c| {
+                    word.strip_prefix(c.as_str())
+                        .filter(|rest| rest.chars().count() >= 2)
+                })
+            })
+            .flatten();
         std::iter::once(word).chain(digits).chain(clitic)
     }
 
