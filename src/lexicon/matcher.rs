@@ -122,7 +122,11 @@ pub struct SecretLexicon {
     by_first: HashMap<String, Vec<Seq>>,
     /// First-word stems by their first three characters: `(stem, seq)`.
     stems: HashMap<String, Vec<(String, Seq)>>,
-    by_first_skeleton: HashMap<String, Vec<Seq>>,
+    /// Confusable skeletons of the Latin-script terms, built on first need (a spoof-shaped
+    /// word): computing skeletons for every term at load cost more than the rest of the build.
+    by_first_skeleton: std::sync::OnceLock<HashMap<String, Vec<Seq>>>,
+    /// The Latin-script terms' words, from which the skeleton index is built.
+    skeleton_terms: Vec<(Vec<String>, usize)>,
     suffixes: Vec<(String, usize)>,
     compact: Option<AhoCorasick>,
     /// Per compact pattern: the term it names, or `None` for a suppressor.
@@ -194,7 +198,7 @@ struct Builder {
     terms: Vec<TermInfo>,
     by_first: HashMap<String, Vec<Seq>>,
     stems: HashMap<String, Vec<(String, Seq)>>,
-    by_first_skeleton: HashMap<String, Vec<Seq>>,
+    skeleton_terms: Vec<(Vec<String>, usize)>,
     compact_patterns: Vec<String>,
     compact_kinds: Vec<Option<usize>>,
     seen: HashSet<String>,
@@ -228,16 +232,9 @@ impl Builder {
                 .or_default()
                 .push(seq);
         }
-        if term.is_some() && !head.stem {
-            let sk: Vec<String> = words.iter().map(|w| skeleton_fold(w)).collect();
-            if let Some((sk_first, sk_rest)) = sk.split_first() {
-                self.by_first_skeleton
-                    .entry(sk_first.clone())
-                    .or_default()
-                    .push(Seq {
-                        rest: sk_rest.iter().map(|w| Pat::of(w)).collect(),
-                        term,
-                    });
+        if let Some(term) = term {
+            if !head.stem && words.iter().all(|w| w.is_ascii()) {
+                self.skeleton_terms.push((words.to_vec(), term));
             }
         }
         true
@@ -302,7 +299,7 @@ impl SecretLexicon {
             terms: Vec::new(),
             by_first: HashMap::new(),
             stems: HashMap::new(),
-            by_first_skeleton: HashMap::new(),
+            skeleton_terms: Vec::new(),
             compact_patterns: Vec::new(),
             compact_kinds: Vec::new(),
             seen: HashSet::new(),
@@ -358,11 +355,7 @@ impl SecretLexicon {
                 b.terms[id].senses.extend(words.iter().cloned());
             }
         }
-        for seqs in b
-            .by_first
-            .values_mut()
-            .chain(b.by_first_skeleton.values_mut())
-        {
+        for seqs in b.by_first.values_mut() {
             seqs.sort_by_key(|q| std::cmp::Reverse(q.rest.len()));
         }
         let mut suffixes = Vec::new();
@@ -398,7 +391,8 @@ impl SecretLexicon {
             terms: b.terms,
             by_first: b.by_first,
             stems: b.stems,
-            by_first_skeleton: b.by_first_skeleton,
+            by_first_skeleton: std::sync::OnceLock::new(),
+            skeleton_terms: b.skeleton_terms,
             suffixes,
             compact,
             compact_kinds: b.compact_kinds,
@@ -493,6 +487,25 @@ impl SecretLexicon {
         (self.scan_rest(text, &words, &keys, role), suppressed)
     }
 
+    fn skeleton_index(&self) -> &HashMap<String, Vec<Seq>> {
+        self.by_first_skeleton.get_or_init(|| {
+            let mut index: HashMap<String, Vec<Seq>> = HashMap::new();
+            for (words, term) in &self.skeleton_terms {
+                let sk: Vec<String> = words.iter().map(|w| skeleton_fold(w)).collect();
+                if let Some((first, rest)) = sk.split_first() {
+                    index.entry(first.clone()).or_default().push(Seq {
+                        rest: rest.iter().map(|w| Pat::of(w)).collect(),
+                        term: Some(*term),
+                    });
+                }
+            }
+            for seqs in index.values_mut() {
+                seqs.sort_by_key(|q| std::cmp::Reverse(q.rest.len()));
+            }
+            index
+        })
+    }
+
     /// The passes after the first: compact scripts, homoglyphs, obfuscation.
     fn scan_rest(
         &self,
@@ -523,7 +536,7 @@ impl SecretLexicon {
                 .collect();
             let sk_keys: Vec<&str> = skeletons.iter().map(String::as_str).collect();
             if let (Some(t), _) =
-                self.scan_keys(words, &sk_keys, keys, role, &self.by_first_skeleton, true)
+                self.scan_keys(words, &sk_keys, keys, role, self.skeleton_index(), true)
             {
                 return Some(self.hit(t, |i| &i.confusable_detector));
             }
