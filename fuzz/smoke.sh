@@ -16,7 +16,15 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$here/.."
 seconds="${FUZZ_SMOKE_SECONDS:-5}"
-targets=(sse_decoder jsonrpc_classify extraction inspect request_identity ecma_pattern)
+# Every [[bin]] in fuzz/Cargo.toml is a target; each must have committed seeds, so a run on a
+# clean checkout (where grown corpora do not exist) fuzzes the same starting points as here.
+mapfile -t targets < <(awk '/^\[\[bin\]\]/{b=1;next} b&&/^name *=/{gsub(/.*= *"|"/,"");print;b=0}' "$here/Cargo.toml")
+for t in "${targets[@]}"; do
+    if [ -z "$(git -C "$here" ls-files "corpus/$t/seed-*")" ]; then
+        echo "fuzz smoke: $t: no committed seed corpus (fuzz/corpus/$t/seed-*)"
+        exit 1
+    fi
+done
 export RUSTC_BOOTSTRAP=1
 
 if ! cargo fuzz --version >/dev/null 2>&1; then
