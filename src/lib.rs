@@ -15,7 +15,7 @@
 //! - [`metrics`]: every Prometheus family, in one explicit registry.
 //! - [`error`]: the one error type and the one place that turns it into a response.
 //! - [`admin`]: `/metrics`, `/healthz`, `/readyz` on their own listener.
-//! - [`reload`]: hot reload on SIGHUP and file change.
+//! - [`reload`]: when to reload (SIGHUP, file changes); [`live`]: what a reload changes.
 //! - [`stdio`]: the same enforcement for local stdio servers.
 //! - [`inspect_cli`], [`demo`]: the `inspect` and `demo` commands.
 //! - [`tls`]: rustls server and client configuration.
@@ -36,6 +36,7 @@ pub mod identity;
 pub mod inspect;
 pub mod inspect_cli;
 pub mod lexicon;
+pub mod live;
 pub mod mcp;
 pub mod metrics;
 pub mod policy;
@@ -125,6 +126,9 @@ pub struct Options {
     pub config_path: Option<std::path::PathBuf>,
     /// Send audit events here instead of the configured sink (tests, demo).
     pub audit_sink: Option<audit::sink::AuditSink>,
+    /// Sets the process's log filter when a reload changes `log.level` (absent: a change
+    /// is reported as needing a restart).
+    pub log_level: Option<live::SetLogLevel>,
 }
 
 /// Builds the audit sink the settings ask for.
@@ -227,9 +231,15 @@ pub async fn start(settings: Settings) -> anyhow::Result<Running> {
 /// [`start`], with options.
 pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<Running> {
     let metrics = metrics::Metrics::new();
-    let tls = match &settings.tls {
-        Some(t) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
-            tls::server_config(&t.cert_file, &t.key_file).context("loading TLS certificate")?,
+    let serving_cert = match &settings.tls {
+        Some(t) => Some(
+            tls::ServingCert::load(&t.cert_file, &t.key_file).context("loading TLS certificate")?,
+        ),
+        None => None,
+    };
+    let tls = match &serving_cert {
+        Some(cert) => Some(tokio_rustls::TlsAcceptor::from(Arc::new(
+            tls::server_config(cert.clone())?,
         ))),
         None => None,
     };
@@ -254,9 +264,12 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
     metrics.policy_last_reload_success.set(1);
     metrics.policy_last_reload_timestamp.set(loaded_at);
     enforcer.recorder.policy(true, None);
-    if let Some(path) = options.config_path {
-        spawn_reloader(path, enforcer.clone(), Shutdown(stopping.clone()))?;
-    }
+    let live = Arc::new(live::Live::new(
+        settings.clone(),
+        enforcer.policies().clone(),
+        serving_cert,
+        options.log_level,
+    ));
     tokio::spawn(sweep_state(enforcer.clone(), Shutdown(stopping.clone())));
     if enforcer.store().backend() != "memory" {
         tokio::spawn(check_store(enforcer.clone(), Shutdown(stopping.clone())));
@@ -281,22 +294,33 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
     }
     let gateway_for = {
         let (metrics, enforcer, identity) = (metrics.clone(), enforcer.clone(), identity.clone());
+        let live = live.clone();
         let budget = proxy::read::BufferBudget::with_gauge(
             settings.limits.request_buffer_budget.as_u64(),
             Some(metrics.buffered_bytes.clone()),
         );
         move || {
-            proxy::Gateway::new(
+            let gateway = proxy::Gateway::new(
                 settings.clone(),
                 metrics.clone(),
                 enforcer.clone(),
                 budget.clone(),
                 identity.clone(),
-            )
+            )?;
+            live.register(gateway.clone());
+            Ok(gateway)
         }
     };
     let workers =
         proxy::server::spawn_workers(listeners, tls, gateway_for, &Shutdown(stopping.clone()))?;
+    if let Some(path) = options.config_path {
+        spawn_reloader(
+            path,
+            live,
+            enforcer.recorder.clone(),
+            Shutdown(stopping.clone()),
+        )?;
+    }
     let server = tokio::spawn(async move {
         for worker in workers {
             let _ = worker.await;
@@ -370,43 +394,47 @@ pub async fn check_store(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdow
     }
 }
 
-/// Reloads policies from `path` on SIGHUP and on file change.
+/// Reloads the configuration from `path` on SIGHUP and when it, or a file it names, changes.
 fn spawn_reloader(
     path: std::path::PathBuf,
-    enforcer: Arc<enforce::Enforcer>,
+    live: Arc<live::Live>,
+    recorder: enforce::record::Recorder,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
-    let target = enforcer.policies().clone();
-    let recorder = enforcer.recorder.clone();
+    let mut files = vec![path];
+    files.extend(live.watched_files());
     reload::spawn(
-        path,
-        target,
-        |p: &std::path::Path| {
-            Settings::load(p).map(|s| {
-                for warning in &s.warnings {
-                    tracing::warn!(warning = %warning, "Configuration warning.");
-                }
-                Arc::try_unwrap(s.policies).unwrap_or_else(|shared| (*shared).clone())
-            })
-        },
+        files,
+        move |p: &std::path::Path| live.reload(p),
         move |trigger, outcome| {
             let m = &recorder.metrics;
             match outcome {
                 reload::Outcome::Unchanged => {}
-                reload::Outcome::Loaded => {
-                    tracing::info!(?trigger, "Policy reloaded.");
+                reload::Outcome::Applied(report) => {
+                    tracing::info!(?trigger, changed = ?report.changed, "Configuration reloaded.");
+                    if !report.restart_required.is_empty() {
+                        tracing::warn!(
+                            settings = %report.restart_required.join(", "),
+                            "These settings changed in the file but take effect only after a restart."
+                        );
+                    }
                     m.policy_reloads.with_label_values(&["success"]).inc();
                     m.policy_last_reload_success.set(1);
+                    for part in &report.changed {
+                        m.config_changes.with_label_values(&[part]).inc();
+                    }
+                    m.config_restart_required
+                        .set(i64::from(!report.restart_required.is_empty()));
                     let now = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map(|d| d.as_secs_f64())
                         .unwrap_or_default();
                     m.policy_last_reload_timestamp.set(now);
-                    recorder.policy(true, None);
+                    recorder.policy(true, Some(report.summary()));
                 }
                 reload::Outcome::Failed(errors) => {
                     for e in &errors.0 {
-                        tracing::error!(error = %e, "Policy reload failed; keeping the running policy.");
+                        tracing::error!(error = %e, "Configuration reload failed; keeping the running configuration.");
                     }
                     m.policy_reloads.with_label_values(&["failure"]).inc();
                     m.policy_last_reload_success.set(0);

@@ -91,19 +91,36 @@ enum Command {
     },
 }
 
-fn init_tracing(settings: &Settings) {
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&settings.log.level));
+/// Logs to stderr in the configured format. Returns what sets the filter on reload
+/// (`log.level`; refused while `RUST_LOG` decides it).
+fn init_tracing(settings: &Settings) -> Option<elicitgate::live::SetLogLevel> {
+    use tracing_subscriber::prelude::*;
+    let from_env = EnvFilter::try_from_default_env().ok();
+    let env_decides = from_env.is_some();
+    let filter = from_env.unwrap_or_else(|| EnvFilter::new(&settings.log.level));
+    let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
     // Colour codes only for a terminal: a file, a pipe or a container log gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let output = tracing_subscriber::fmt::layer()
         .with_ansi(ansi)
         .with_writer(std::io::stderr);
-    match settings.log.format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
+    let output = match settings.log.format {
+        LogFormat::Text => output.boxed(),
+        LogFormat::Json => output.json().boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(output)
+        .init();
+    Some(Box::new(move |level: &str| {
+        if env_decides {
+            return Err("RUST_LOG is set and decides the log filter".into());
+        }
+        let filter = level
+            .parse::<EnvFilter>()
+            .map_err(|e| format!("log.level: {e}"))?;
+        handle.reload(filter).map_err(|e| e.to_string())
+    }))
 }
 
 fn load(config: &std::path::Path) -> Result<Settings, ExitCode> {
@@ -114,7 +131,11 @@ fn load(config: &std::path::Path) -> Result<Settings, ExitCode> {
     })
 }
 
-async fn serve(settings: Settings, config: PathBuf) -> anyhow::Result<()> {
+async fn serve(
+    settings: Settings,
+    config: PathBuf,
+    log_level: Option<elicitgate::live::SetLogLevel>,
+) -> anyhow::Result<()> {
     anyhow::ensure!(
         !settings.routes.is_empty(),
         "{}: `serve` needs at least one route",
@@ -123,6 +144,7 @@ async fn serve(settings: Settings, config: PathBuf) -> anyhow::Result<()> {
     let options = elicitgate::Options {
         config_path: Some(config),
         audit_sink: None,
+        log_level,
     };
     let (terms, languages, took) = elicitgate::lexicon::SecretLexicon::builtin_report();
     tracing::info!(
@@ -267,7 +289,7 @@ fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(code) => return code,
             };
-            init_tracing(&settings);
+            let _ = init_tracing(&settings);
             let runtime = match runtime() {
                 Ok(rt) => rt,
                 Err(code) => return code,
@@ -303,12 +325,12 @@ fn main() -> ExitCode {
                 Ok(s) => s,
                 Err(code) => return code,
             };
-            init_tracing(&settings);
+            let log_level = init_tracing(&settings);
             let runtime = match runtime() {
                 Ok(rt) => rt,
                 Err(code) => return code,
             };
-            match runtime.block_on(serve(settings, config)) {
+            match runtime.block_on(serve(settings, config, log_level)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!(error = format!("{e:#}"), "Gateway failed.");

@@ -79,6 +79,11 @@ pub struct Metrics {
     pub policy_last_reload_success: IntGauge,
     /// Unix time of the last successful (re)load.
     pub policy_last_reload_timestamp: Gauge,
+    /// Parts of the running configuration a reload changed, by part (routes, policies,
+    /// upstream_tls, serving_cert, log_level).
+    pub config_changes: IntCounterVec,
+    /// 1 while the configuration file holds changes that take effect only after a restart.
+    pub config_restart_required: IntGauge,
     /// Audit events dropped because the writer could not keep up.
     pub audit_events_dropped: IntCounter,
     /// Audit events left out by the per-scope rate limit, by event kind.
@@ -326,6 +331,15 @@ impl Metrics {
                 "1 when the last configuration reload succeeded, 0 when it failed.",
             ),
             policy_last_reload_timestamp,
+            config_changes: f.counter(
+                "config_changes_total",
+                "Parts of the running configuration a successful reload changed, by part (routes, policies, upstream_tls, serving_cert, log_level).",
+                &["part"],
+            ),
+            config_restart_required: f.gauge(
+                "config_restart_required",
+                "1 while the configuration file holds changes (listen, workers, limits, ...) that take effect only after a restart; the reload log and policy.loaded audit event name them.",
+            ),
             audit_events_dropped,
             registry: f.registry,
             process: process_registry(),

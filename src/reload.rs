@@ -1,22 +1,26 @@
-//! Hot reload of the configuration file: on SIGHUP and on file change.
+//! When to reload: on SIGHUP and when a watched file changes.
 //!
-//! Owns the "build, validate, then swap" rule: the file is loaded and compiled off to the side;
-//! only a value that compiled replaces the running one (an [`ArcSwap`] that the request path
-//! reads once per message). A failed reload keeps the old value, logs every error once, and is
-//! counted. File changes are watched on the file's *directory*, so an editor's or a Kubernetes
-//! ConfigMap's rename-replace (`..data` symlink swap) is seen like an in-place write; bursts of
-//! events are debounced, and a change that leaves the file's bytes identical is ignored.
+//! Owns the triggers, never what a reload does: the caller's `apply` reads, validates and
+//! installs (see [`crate::live`]), and its `observe` reports. Watched files are the
+//! configuration file and the files it names that a reload re-reads (serving certificate and
+//! key, upstream CA bundles). Each is watched through its *directory*, so an editor's or a
+//! Kubernetes ConfigMap's or Secret's rename-replace (`..data` symlink swap) is seen like an
+//! in-place write; bursts of events are debounced, and a file event that leaves every watched
+//! file's bytes identical is ignored. SIGHUP always applies, even when nothing changed (a
+//! certificate renewed outside the watched directories, new trust roots on the system).
 
-use arc_swap::ArcSwap;
 use notify::{RecursiveMode, Watcher};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
 /// How a reload attempt ended, handed to the caller's observer (metrics, audit, logs).
-pub enum Outcome<'a, E> {
-    Loaded,
+pub enum Outcome<'a, R, E> {
+    Applied(&'a R),
+    /// A file event left every watched file as it was: nothing was done.
     Unchanged,
     Failed(&'a E),
 }
@@ -30,30 +34,34 @@ pub enum Trigger {
 
 const DEBOUNCE: Duration = Duration::from_millis(250);
 
-/// Watches `path` and reloads `target` with `load` until `shutdown` fires.
+/// Watches `files` (the configuration file first) and calls `apply` with the configuration
+/// file on SIGHUP and on changes, until `shutdown` fires.
 ///
-/// `observe` is called once per attempt. Returns an error only when neither the signal nor the
-/// file watch could be set up.
-pub fn spawn<T, E, L, O>(
-    path: PathBuf,
-    target: Arc<ArcSwap<T>>,
-    load: L,
+/// `observe` is called once per attempt. Returns an error only when the signal handler could
+/// not be installed (a file that cannot be watched is logged; SIGHUP still works).
+pub fn spawn<R, E, A, O>(
+    files: Vec<PathBuf>,
+    apply: A,
     observe: O,
     mut shutdown: crate::Shutdown,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>>
 where
-    T: Send + Sync + 'static,
+    R: Send + 'static,
     E: Send + 'static,
-    L: Fn(&Path) -> Result<T, E> + Send + 'static,
-    O: Fn(Trigger, Outcome<'_, E>) + Send + 'static,
+    A: Fn(&Path) -> Result<R, E> + Send + 'static,
+    O: Fn(Trigger, Outcome<'_, R, E>) + Send + 'static,
 {
+    let config = files
+        .first()
+        .cloned()
+        .ok_or_else(|| anyhow::anyhow!("no configuration file to watch"))?;
     let (tx, mut rx) = mpsc::channel::<Trigger>(16);
-    let watcher = watch_file(&path, tx.clone());
+    let watcher = watch(&files, tx);
     if let Err(e) = &watcher {
-        tracing::warn!(error = %e, path = %path.display(), "Cannot watch the configuration file; reload on SIGHUP only.");
+        tracing::warn!(error = %e, path = %config.display(), "Cannot watch the configuration files; reload on SIGHUP only.");
     }
     let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
-    let mut last_bytes = std::fs::read(&path).ok();
+    let mut last = fingerprint(&files);
     Ok(tokio::spawn(async move {
         // Keep the watcher alive as long as the task.
         let _watcher = watcher;
@@ -68,16 +76,15 @@ where
                 tokio::time::sleep(DEBOUNCE).await;
                 while rx.try_recv().is_ok() {}
             }
-            let bytes = std::fs::read(&path).ok();
-            if trigger == Trigger::FileChange && bytes.is_some() && bytes == last_bytes {
+            let now = fingerprint(&files);
+            if trigger == Trigger::FileChange && now == last {
                 observe(trigger, Outcome::Unchanged);
                 continue;
             }
-            match load(&path) {
-                Ok(value) => {
-                    target.store(Arc::new(value));
-                    last_bytes = bytes;
-                    observe(trigger, Outcome::Loaded);
+            match apply(&config) {
+                Ok(report) => {
+                    last = now;
+                    observe(trigger, Outcome::Applied(&report));
                 }
                 Err(e) => observe(trigger, Outcome::Failed(&e)),
             }
@@ -85,31 +92,56 @@ where
     }))
 }
 
-fn watch_file(
-    path: &Path,
+/// A digest of every watched file's bytes (a missing file counts as its own state).
+fn fingerprint(files: &[PathBuf]) -> [u8; 32] {
+    let mut hash = Sha256::new();
+    for file in files {
+        match std::fs::read(file) {
+            Ok(bytes) => {
+                hash.update([1]);
+                hash.update((bytes.len() as u64).to_le_bytes());
+                hash.update(&bytes);
+            }
+            Err(_) => hash.update([0]),
+        }
+    }
+    hash.finalize().into()
+}
+
+fn watch(
+    files: &[PathBuf],
     tx: mpsc::Sender<Trigger>,
 ) -> notify::Result<notify::RecommendedWatcher> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-        .to_path_buf();
-    let name = path.file_name().map(|n| n.to_os_string());
+    let dirs: BTreeSet<PathBuf> = files
+        .iter()
+        .map(|p| {
+            p.parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+                .to_path_buf()
+        })
+        .collect();
+    let names: BTreeSet<OsString> = files
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_os_string()))
+        .collect();
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
         let Ok(event) = event else { return };
         if event.kind.is_access() {
             return;
         }
-        // Our file, or a Kubernetes ConfigMap's `..data` swap (the file is a symlink into it).
+        // A watched file, or a Kubernetes ConfigMap's or Secret's `..data` swap (the files
+        // are symlinks into it).
         let relevant = event.paths.iter().any(|p| {
-            let file = p.file_name();
-            file == name.as_deref()
-                || file.is_some_and(|f| f.to_string_lossy().starts_with("..data"))
+            p.file_name()
+                .is_some_and(|f| names.contains(f) || f.to_string_lossy().starts_with("..data"))
         });
         if relevant {
             let _ = tx.try_send(Trigger::FileChange);
         }
     })?;
-    watcher.watch(&dir, RecursiveMode::NonRecursive)?;
+    for dir in &dirs {
+        watcher.watch(dir, RecursiveMode::NonRecursive)?;
+    }
     Ok(watcher)
 }

@@ -41,7 +41,7 @@ impl fmt::Display for ConfigErrors {
 impl std::error::Error for ConfigErrors {}
 
 /// rustls termination on the client listener.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TlsSettings {
     /// PEM certificate chain, leaf first.
@@ -51,7 +51,7 @@ pub struct TlsSettings {
 }
 
 /// Bounds on what is read off the wire.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Limits {
     /// Largest client request body; larger ones get 413.
@@ -97,7 +97,7 @@ impl Default for Limits {
 }
 
 /// Timeouts, written with units (`500ms`, `10s`, `5m`).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
     /// TCP (and TLS) connect to an upstream; exceeded → 504.
@@ -151,7 +151,7 @@ impl Default for Timeouts {
 }
 
 /// One upstream MCP server behind a path prefix.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouteSettings {
     /// Operator-chosen name; a label in metrics and audit events (`[A-Za-z0-9_-]`, ≤ 64).
@@ -179,7 +179,7 @@ pub enum AuditSinkKind {
 }
 
 /// Audit event output.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditSettings {
     /// `stdout` (default), `file` or `off`.
@@ -216,7 +216,7 @@ impl Default for AuditSettings {
 }
 
 /// A configuration value that must never be printed.
-#[derive(Clone, Deserialize)]
+#[derive(Clone, PartialEq, Deserialize)]
 #[serde(transparent)]
 pub struct Secret(String);
 
@@ -242,7 +242,7 @@ pub enum LogFormat {
 }
 
 /// Logging (tracing) settings; `RUST_LOG` overrides `level`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogSettings {
     pub format: LogFormat,
@@ -279,6 +279,9 @@ pub struct Settings {
     pub routes: Vec<RouteSettings>,
     /// Every route's compiled policy.
     pub policies: Arc<PolicySet>,
+    /// What `policies` was compiled from (the `policies` section and the routes that name a
+    /// policy), so a reload can tell whether policies changed.
+    pub policy_source: Arc<serde_json::Value>,
     /// Problems that do not stop the configuration from loading.
     pub warnings: Vec<String>,
 }
@@ -348,13 +351,12 @@ impl Settings {
         let admin_listen = optional::<SocketAddr>(&top, "admin_listen", &mut errors);
         let workers = optional::<usize>(&top, "workers", &mut errors).unwrap_or(0);
         let tls = optional::<TlsSettings>(&top, "tls", &mut errors);
-        let limits = optional::<Limits>(&top, "limits", &mut errors).unwrap_or_default();
-        let timeouts = optional::<Timeouts>(&top, "timeouts", &mut errors).unwrap_or_default();
-        let log = optional::<LogSettings>(&top, "log", &mut errors).unwrap_or_default();
-        let audit = optional::<AuditSettings>(&top, "audit", &mut errors).unwrap_or_default();
-        let state = optional::<StateSettings>(&top, "state", &mut errors).unwrap_or_default();
-        let identity =
-            optional::<IdentitySettings>(&top, "identity", &mut errors).unwrap_or_default();
+        let limits = section::<Limits>(&top, "limits", &mut errors);
+        let timeouts = section::<Timeouts>(&top, "timeouts", &mut errors);
+        let log = section::<LogSettings>(&top, "log", &mut errors);
+        let audit = section::<AuditSettings>(&top, "audit", &mut errors);
+        let state = section::<StateSettings>(&top, "state", &mut errors);
+        let identity = section::<IdentitySettings>(&top, "identity", &mut errors);
         state.validate(&mut errors);
         identity.validate(&mut errors);
         let raw_policies =
@@ -381,6 +383,14 @@ impl Settings {
                 }
             }
         };
+        let named: serde_json::Map<String, serde_json::Value> = route_refs
+            .iter()
+            .filter_map(|(route, policy)| Some((route.clone(), policy.clone()?.into())))
+            .collect();
+        let policy_source = Arc::new(serde_json::json!({
+            "policies": &raw_policies,
+            "routes": named,
+        }));
         let mut settings = Settings {
             listen: listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
             admin_listen: admin_listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 9090))),
@@ -397,6 +407,7 @@ impl Settings {
             identity,
             routes,
             policies,
+            policy_source,
             warnings,
         };
         settings.resolve_paths(base);
@@ -575,6 +586,47 @@ fn optional<T: DeserializeOwned>(
     errors: &mut Vec<String>,
 ) -> Option<T> {
     top.get(key).and_then(|v| decode(v.clone(), key, errors))
+}
+
+/// A section whose every key has a default (`limits`, `timeouts`, `log`, …). serde stops at the
+/// first bad value, so when the whole section does not decode, each key is decoded alone
+/// (the others defaulted) and every bad one is reported.
+fn section<T: DeserializeOwned + Default>(
+    top: &config::Map<String, config::Value>,
+    key: &str,
+    errors: &mut Vec<String>,
+) -> T {
+    let Some(value) = top.get(key) else {
+        return T::default();
+    };
+    let whole = match value.clone().try_deserialize::<T>() {
+        Ok(decoded) => return decoded,
+        Err(e) => e,
+    };
+    let Ok(mut table) = value.clone().into_table() else {
+        errors.push(format!("{key}: {whole}"));
+        return T::default();
+    };
+    let mut names: Vec<String> = table.keys().cloned().collect();
+    names.sort();
+    let mut bad = 0;
+    for name in names {
+        let mut one = config::Map::new();
+        one.insert(name.clone(), table[&name].clone());
+        let alone = config::Value::new(None, config::ValueKind::Table(one));
+        if let Err(e) = alone.try_deserialize::<T>() {
+            errors.push(format!("{key}: {e}"));
+            table.remove(&name);
+            bad += 1;
+        }
+    }
+    if bad == 0 {
+        errors.push(format!("{key}: {whole}"));
+    }
+    // The good keys still count, so later checks (a log filter, a file path) see them.
+    config::Value::new(None, config::ValueKind::Table(table))
+        .try_deserialize::<T>()
+        .unwrap_or_default()
 }
 
 fn decode<T: DeserializeOwned>(v: config::Value, at: &str, errors: &mut Vec<String>) -> Option<T> {

@@ -56,8 +56,9 @@ fn every_error_is_reported_at_once() {
 listen: "not an address"
 admin_listen: "127.0.0.1:9090"
 colour: blue
-limits: { max_request_bodyy: 1KiB }
-timeouts: { upstream_connect: soon }
+limits: { max_request_bodyy: 1KiB, max_connections: many, max_sse_event: huge }
+timeouts: { upstream_connect: soon, stream_idle: later }
+log: { format: xml, level: "info[" }
 routes:
   - name: "bad name!"
     path: mcp
@@ -79,7 +80,13 @@ routes:
         "unknown key `colour`",
         "listen:",
         "max_request_bodyy",
+        "max_connections",
+        "max_sse_event",
         "timeouts:",
+        "upstream_connect",
+        "stream_idle",
+        "log:",
+        "log.level",
         "routes[0].name",
         "routes[0].path",
         "routes[0].upstream",

@@ -32,6 +32,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("proxy", 5),
     ("admin", 6),
     ("reload", 6),
+    // What a reload changes in the running transports (routes, certificate, policies).
+    ("live", 6),
     ("stdio", 7),
     ("inspect_cli", 7),
     ("report", 7),

@@ -9,36 +9,6 @@ use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use std::sync::Arc;
 
-/// A rustls client configuration trusting only `ca_pem`.
-fn client_config(ca_pem: &str) -> rustls::ClientConfig {
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
-        roots.add(cert.unwrap()).unwrap();
-    }
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth()
-}
-
-fn https_client(
-    ca_pem: &str,
-) -> hyper_util::client::legacy::Client<
-    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
-    Full<Bytes>,
-> {
-    let config = client_config(ca_pem);
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(config)
-        .https_only()
-        .enable_http1()
-        .enable_http2()
-        .build();
-    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build(connector)
-}
-
 #[tokio::test]
 async fn tls_termination_with_a_generated_certificate() {
     let dir = tempfile::tempdir().unwrap();
@@ -83,7 +53,10 @@ async fn tls_termination_with_a_generated_certificate() {
 async fn https_upstream_verified_with_a_custom_ca() {
     let dir = tempfile::tempdir().unwrap();
     let pki = pki(dir.path());
-    let server_config = elicitgate::tls::server_config(&pki.cert_file, &pki.key_file).unwrap();
+    let server_config = elicitgate::tls::server_config(
+        elicitgate::tls::ServingCert::load(&pki.cert_file, &pki.key_file).unwrap(),
+    )
+    .unwrap();
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config));
     let upstream = MockUpstream::start_with_tls(
         |_| {

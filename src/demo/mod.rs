@@ -85,6 +85,7 @@ pub async fn run(keep_running: bool) -> anyhow::Result<()> {
         crate::Options {
             config_path: None,
             audit_sink: Some(sink),
+            ..Default::default()
         },
     )
     .await?;

@@ -81,7 +81,7 @@ pub async fn handle(
     // Where the route's rest of the path starts (the request moves on; no copy of the path).
     let rest_start = path.len() - rest.len();
     let mut envelope = Envelope::default();
-    let response = match exchange(&gateway, route, rest_start, &conn, request, &mut envelope).await
+    let response = match exchange(&gateway, &route, rest_start, &conn, request, &mut envelope).await
     {
         Ok(response) => response,
         Err(error) => {

@@ -25,8 +25,9 @@ use upstream::Upstream;
 
 /// One route: a path prefix on the gateway in front of one upstream MCP endpoint.
 pub struct Route {
-    /// Position in the configuration (a key in enforcement state).
-    pub index: usize,
+    /// What it was built from: a reload keeps a route whose source is unchanged (and its
+    /// idle upstream connections).
+    source: RouteSource,
     pub name: Arc<str>,
     /// `host:port` of the upstream, for audit events.
     pub upstream_label: Arc<str>,
@@ -50,9 +51,44 @@ pub struct Route {
     pub request_metrics: RequestMetrics,
 }
 
+/// A route's configuration and the bytes of its CA bundle, as read when it was built.
+#[derive(Clone, PartialEq, Eq)]
+struct RouteSource {
+    name: String,
+    path: String,
+    upstream: String,
+    ca_file: Option<std::path::PathBuf>,
+    ca_pem: Option<Vec<u8>>,
+}
+
+impl RouteSource {
+    fn read(settings: &RouteSettings) -> Self {
+        Self {
+            name: settings.name.clone(),
+            path: settings.path.clone(),
+            upstream: settings.upstream.clone(),
+            ca_file: settings.ca_file.clone(),
+            ca_pem: settings
+                .ca_file
+                .as_ref()
+                .and_then(|f| std::fs::read(f).ok()),
+        }
+    }
+
+    fn is_https(&self) -> bool {
+        self.upstream
+            .get(..8)
+            .is_some_and(|s| s.eq_ignore_ascii_case("https://"))
+    }
+}
+
 impl Route {
-    fn new(
-        index: usize,
+    fn new(settings: &RouteSettings, config: &Settings, metrics: &Metrics) -> anyhow::Result<Self> {
+        Self::from_source(RouteSource::read(settings), settings, config, metrics)
+    }
+
+    fn from_source(
+        source: RouteSource,
         settings: &RouteSettings,
         config: &Settings,
         metrics: &Metrics,
@@ -76,7 +112,7 @@ impl Route {
         let base_uri = format!("{origin}{}", url.path()).parse()?;
         let route_name: Arc<str> = Arc::from(name);
         Ok(Self {
-            index,
+            source,
             name: route_name.clone(),
             upstream_label: Arc::from(label),
             prefix: settings.path.trim_end_matches('/').to_owned(),
@@ -181,10 +217,23 @@ impl EndpointMap {
     }
 }
 
+/// A worker's routes, longest prefix first.
+pub type RouteTable = Vec<Arc<Route>>;
+
+/// What a new route table changes, for the reload report.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RouteChanges {
+    /// Routes added, removed, renamed, moved to another path or upstream.
+    pub routes: bool,
+    /// A CA bundle of an `https` upstream has other contents.
+    pub upstream_tls: bool,
+}
+
 /// Everything the request path needs, shared by all connections.
 pub struct Gateway {
-    /// Routes, longest prefix first.
-    routes: Vec<Route>,
+    /// The routes; a reload swaps in a new table (requests in flight keep the route they
+    /// started with).
+    routes: arc_swap::ArcSwap<RouteTable>,
     pub settings: Settings,
     pub metrics: Metrics,
     pub enforcer: Arc<Enforcer>,
@@ -205,12 +254,11 @@ impl Gateway {
         let mut routes = settings
             .routes
             .iter()
-            .enumerate()
-            .map(|(i, r)| Route::new(i, r, &settings, &metrics))
-            .collect::<anyhow::Result<Vec<_>>>()?;
+            .map(|r| Route::new(r, &settings, &metrics).map(Arc::new))
+            .collect::<anyhow::Result<RouteTable>>()?;
         routes.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
         Ok(Arc::new(Self {
-            routes,
+            routes: arc_swap::ArcSwap::from_pointee(routes),
             settings,
             metrics,
             enforcer,
@@ -233,7 +281,7 @@ impl Gateway {
         loop {
             tokio::select! {
                 _ = tick.tick() => {
-                    for route in &self.routes {
+                    for route in self.routes.load().iter() {
                         route.upstream.prune_idle();
                     }
                 }
@@ -243,10 +291,56 @@ impl Gateway {
     }
 
     /// The route serving `path` and the rest of the path after its prefix.
-    pub fn route<'p>(&self, path: &'p str) -> Option<(&Route, &'p str)> {
+    pub fn route<'p>(&self, path: &'p str) -> Option<(Arc<Route>, &'p str)> {
         self.routes
+            .load()
             .iter()
-            .find_map(|r| r.rest(path).map(|rest| (r, rest)))
+            .find_map(|r| r.rest(path).map(|rest| (r.clone(), rest)))
+    }
+
+    /// Builds the route table `routes` describe, without serving it: an unchanged plain-text
+    /// route is kept (with its idle connections); an `https` one is rebuilt, so its trust
+    /// roots (system roots and `ca_file`) are read again. Upstream timeouts stay those the
+    /// gateway started with. Fails, changing nothing, when any route cannot be built.
+    pub fn prepare_routes(
+        &self,
+        routes: &[RouteSettings],
+    ) -> anyhow::Result<(RouteTable, RouteChanges)> {
+        let current = self.routes.load();
+        let mut changes = RouteChanges::default();
+        let mut table = RouteTable::with_capacity(routes.len());
+        for settings in routes {
+            let source = RouteSource::read(settings);
+            let same = current.iter().find(|r| r.source == source);
+            match same {
+                Some(route) if !source.is_https() => table.push(route.clone()),
+                _ => {
+                    let before = current.iter().find(|r| {
+                        r.source.name == source.name
+                            && r.source.path == source.path
+                            && r.source.upstream == source.upstream
+                    });
+                    match before {
+                        None => changes.routes = true,
+                        Some(b) if b.source.ca_pem != source.ca_pem => changes.upstream_tls = true,
+                        Some(_) => {}
+                    }
+                    let route = Route::from_source(source, settings, &self.settings, &self.metrics)
+                        .map_err(|e| anyhow::anyhow!("route `{}`: {e:#}", settings.name))?;
+                    table.push(Arc::new(route));
+                }
+            }
+        }
+        if table.len() != current.len() {
+            changes.routes = true;
+        }
+        table.sort_by_key(|r| std::cmp::Reverse(r.prefix.len()));
+        Ok((table, changes))
+    }
+
+    /// Serves `table` from the next request on.
+    pub fn install_routes(&self, table: RouteTable) {
+        self.routes.store(Arc::new(table));
     }
 }
 
@@ -287,14 +381,18 @@ mod tests {
             ("b", "/mcp/admin", "http://127.0.0.1:2/"),
         ]);
         assert_eq!(
-            gw.route("/mcp").map(|(r, rest)| (&*r.name, rest)),
-            Some(("a", ""))
+            gw.route("/mcp").map(|(r, rest)| (r.name.to_string(), rest)),
+            Some(("a".to_string(), ""))
         );
         assert_eq!(
-            gw.route("/mcp/x").map(|(r, rest)| (&*r.name, rest)),
-            Some(("a", "/x"))
+            gw.route("/mcp/x")
+                .map(|(r, rest)| (r.name.to_string(), rest)),
+            Some(("a".to_string(), "/x"))
         );
-        assert_eq!(gw.route("/mcp/admin/y").map(|(r, _)| &*r.name), Some("b"));
+        assert_eq!(
+            gw.route("/mcp/admin/y").map(|(r, _)| r.name.to_string()),
+            Some("b".to_string())
+        );
         assert!(gw.route("/mcpx").is_none());
         assert!(gw.route("/").is_none());
     }

@@ -19,7 +19,7 @@ pub enum StateBackend {
 }
 
 /// `state:`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StateSettings {
     pub backend: StateBackend,
@@ -27,7 +27,7 @@ pub struct StateSettings {
 }
 
 /// `state.redis:`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RedisSettings {
     /// A standalone server: `redis://host:port/db` or `rediss://…` (TLS). Credentials may be
@@ -74,7 +74,7 @@ pub enum IdentityMode {
 }
 
 /// `identity:`.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct IdentitySettings {
     pub mode: IdentityMode,
@@ -85,7 +85,7 @@ pub struct IdentitySettings {
 }
 
 /// `identity.jwt:`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct JwtSettings {
     /// A JWKS document on disk (re-read every `jwks_refresh`).
@@ -124,7 +124,7 @@ impl Default for JwtSettings {
 }
 
 /// `identity.header:`.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HeaderIdentitySettings {
     /// The header carrying the authenticated user.

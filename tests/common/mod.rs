@@ -231,6 +231,7 @@ pub async fn gateway_in(
         elicitgate::Options {
             config_path,
             audit_sink: Some(sink),
+            ..Default::default()
         },
     )
     .await
@@ -380,4 +381,34 @@ pub async fn leave_after_first_event(url: &str, body: &str, tx: &mpsc::Sender<By
         closed.is_ok(),
         "upstream stream still open after the client left"
     );
+}
+
+/// A rustls client configuration trusting only `ca_pem`.
+pub fn client_config(ca_pem: &str) -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
+pub fn https_client(
+    ca_pem: &str,
+) -> hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Full<Bytes>,
+> {
+    let config = client_config(ca_pem);
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_only()
+        .enable_http1()
+        .enable_http2()
+        .build();
+    hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(connector)
 }
