@@ -371,7 +371,7 @@ impl Jwt {
         let candidates: Vec<&Key> = keys
             .iter()
             .filter(|k| header.kid.is_none() || k.kid == header.kid)
-            .filter(|k| k.algorithm.map_or(true, |a| a == header.alg))
+            .filter(|k| k.algorithm.is_none_or(|a| a == header.alg))
             .collect();
         if candidates.is_empty() {
             // A key rotated in at the issuer: the refresher is woken (it refreshes at most
@@ -407,7 +407,7 @@ impl Jwt {
 
     fn take_early_refresh(&self) -> bool {
         let mut last = self.last_refresh.lock().unwrap_or_else(|p| p.into_inner());
-        let due = last.map_or(true, |t| t.elapsed() >= self.refresh / 10);
+        let due = last.is_none_or(|t| t.elapsed() >= self.refresh / 10);
         if due {
             *last = Some(Instant::now());
         }

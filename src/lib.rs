@@ -19,6 +19,7 @@
 //! - [`stdio`]: the same enforcement for local stdio servers.
 //! - [`inspect_cli`], [`demo`]: the `inspect` and `demo` commands.
 //! - [`tls`]: rustls server and client configuration.
+//! - [`telemetry`]: OpenTelemetry export (request spans, audit events as OTLP logs).
 //! - [`text`]: text decoding shared by detectors and the audit scrubber.
 //!
 //! [`start`] runs the whole gateway; `main` and the integration tests both call it.
@@ -47,6 +48,7 @@ pub mod rules;
 pub mod settings;
 pub mod state_redis;
 pub mod stdio;
+pub mod telemetry;
 pub mod text;
 pub mod tls;
 
@@ -98,6 +100,7 @@ pub struct Running {
     /// Where `/metrics`, `/healthz` and `/readyz` are served.
     pub admin_addr: SocketAddr,
     admin: Arc<admin::AdminState>,
+    telemetry: Option<Arc<telemetry::Telemetry>>,
     stop: watch::Sender<bool>,
     /// Stops the admin listener, once the client side has drained.
     admin_stop: watch::Sender<bool>,
@@ -116,6 +119,10 @@ impl Running {
         let _ = self.server.await;
         let _ = self.admin_stop.send(true);
         let _ = self.admin_task.await;
+        if let Some(telemetry) = self.telemetry {
+            // Spans and records still queued are sent (bounded by the exporter timeout).
+            let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+        }
     }
 }
 
@@ -292,9 +299,12 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
             Shutdown(stopping.clone()),
         ));
     }
+    let telemetry =
+        telemetry::Telemetry::start(&settings.telemetry, false, &metrics.telemetry_exports)
+            .context("starting OpenTelemetry export")?;
     let gateway_for = {
         let (metrics, enforcer, identity) = (metrics.clone(), enforcer.clone(), identity.clone());
-        let live = live.clone();
+        let (live, telemetry) = (live.clone(), telemetry.clone());
         let budget = proxy::read::BufferBudget::with_gauge(
             settings.limits.request_buffer_budget.as_u64(),
             Some(metrics.buffered_bytes.clone()),
@@ -306,6 +316,7 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
                 enforcer.clone(),
                 budget.clone(),
                 identity.clone(),
+                telemetry.clone(),
             )?;
             live.register(gateway.clone());
             Ok(gateway)
@@ -339,6 +350,7 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
         addr,
         admin_addr,
         admin,
+        telemetry,
         stop,
         admin_stop,
         server,

@@ -6,7 +6,7 @@
 //! the log filter), and only when all of them built is any installed. Live: routes, policies,
 //! upstream TLS roots, the serving certificate and key, `log.level`. Everything else (listen
 //! addresses, workers, TLS on or off, limits, timeouts, audit, state, identity, log format) is
-//! compared with what the process started with, and named in the report as needing a restart,
+//! compared with what the process started with (so are telemetry and `log.access`), and named in the report as needing a restart,
 //! never ignored silently.
 
 use crate::policy::PolicySet;
@@ -217,6 +217,8 @@ fn restart_required(running: &Settings, new: &Settings) -> Vec<&'static str> {
     check(running.audit != new.audit, "audit");
     check(running.state != new.state, "state");
     check(running.identity != new.identity, "identity");
+    check(running.telemetry != new.telemetry, "telemetry");
+    check(running.log.access != new.log.access, "log.access");
     parts
 }
 

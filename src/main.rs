@@ -97,7 +97,16 @@ fn init_tracing(settings: &Settings) -> Option<elicitgate::live::SetLogLevel> {
     use tracing_subscriber::prelude::*;
     let from_env = EnvFilter::try_from_default_env().ok();
     let env_decides = from_env.is_some();
-    let filter = from_env.unwrap_or_else(|| EnvFilter::new(&settings.log.level));
+    // With `log.access`, access lines are written whatever `log.level` says.
+    let access = settings.log.access;
+    let directives = move |level: &str| {
+        if access {
+            format!("{level},elicitgate::access=info")
+        } else {
+            level.to_owned()
+        }
+    };
+    let filter = from_env.unwrap_or_else(|| EnvFilter::new(directives(&settings.log.level)));
     let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
     // Colour codes only for a terminal: a file, a pipe or a container log gets plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -116,7 +125,7 @@ fn init_tracing(settings: &Settings) -> Option<elicitgate::live::SetLogLevel> {
         if env_decides {
             return Err("RUST_LOG is set and decides the log filter".into());
         }
-        let filter = level
+        let filter = directives(level)
             .parse::<EnvFilter>()
             .map_err(|e| format!("log.level: {e}"))?;
         handle.reload(filter).map_err(|e| e.to_string())

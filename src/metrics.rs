@@ -84,6 +84,8 @@ pub struct Metrics {
     pub config_changes: IntCounterVec,
     /// 1 while the configuration file holds changes that take effect only after a restart.
     pub config_restart_required: IntGauge,
+    /// OTLP exports by signal (traces, logs) and result (ok, failed).
+    pub telemetry_exports: IntCounterVec,
     /// Audit events dropped because the writer could not keep up.
     pub audit_events_dropped: IntCounter,
     /// Audit events left out by the per-scope rate limit, by event kind.
@@ -339,6 +341,11 @@ impl Metrics {
             config_restart_required: f.gauge(
                 "config_restart_required",
                 "1 while the configuration file holds changes (listen, workers, limits, ...) that take effect only after a restart; the reload log and policy.loaded audit event name them.",
+            ),
+            telemetry_exports: f.counter(
+                "telemetry_exports_total",
+                "OTLP export batches by signal (traces, logs) and result (ok, failed); a failed batch is dropped, never retried into memory.",
+                &["signal", "result"],
             ),
             audit_events_dropped,
             registry: f.registry,

@@ -248,6 +248,9 @@ pub struct LogSettings {
     pub format: LogFormat,
     /// A tracing filter, e.g. `info` or `elicitgate=debug`.
     pub level: String,
+    /// One structured line per client request (target `elicitgate::access`, in `format`):
+    /// route, methods, status, duration, upstream, bytes. Never bodies or credentials.
+    pub access: bool,
 }
 
 impl Default for LogSettings {
@@ -255,6 +258,83 @@ impl Default for LogSettings {
         Self {
             format: LogFormat::Text,
             level: "info".into(),
+            access: false,
+        }
+    }
+}
+
+/// OpenTelemetry export over OTLP/HTTP (protobuf): traces, and audit events as logs with
+/// `audit.sink: otlp`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetrySettings {
+    /// The collector's OTLP/HTTP base URL (`http://collector:4318`); `/v1/traces` and
+    /// `/v1/logs` are appended. Absent: nothing is exported.
+    pub endpoint: Option<String>,
+    /// Headers sent with every export (an API key); values never logged.
+    pub headers: std::collections::BTreeMap<String, Secret>,
+    /// Longest one export may take.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// How often batches are sent.
+    #[serde(with = "humantime_serde")]
+    pub export_interval: Duration,
+    /// Spans (and audit log records) queued for export; beyond it they are dropped.
+    pub queue: usize,
+    /// `service.name` of the exported resource.
+    pub service_name: String,
+    /// Export a span per client request.
+    pub traces: bool,
+    /// Share of new traces sampled (0.0–1.0); a sampled or unsampled parent decides for its
+    /// children.
+    pub sample_ratio: f64,
+}
+
+impl Default for TelemetrySettings {
+    fn default() -> Self {
+        Self {
+            endpoint: None,
+            headers: Default::default(),
+            timeout: Duration::from_secs(10),
+            export_interval: Duration::from_secs(5),
+            queue: 4096,
+            service_name: "elicitgate".into(),
+            traces: true,
+            sample_ratio: 1.0,
+        }
+    }
+}
+
+impl TelemetrySettings {
+    fn validate(&self, errors: &mut Vec<String>) {
+        if let Some(endpoint) = &self.endpoint {
+            match url::Url::parse(endpoint) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+                _ => errors.push(format!(
+                    "telemetry.endpoint: `{endpoint}` must be an http:// or https:// URL"
+                )),
+            }
+        }
+        for name in self.headers.keys() {
+            if http::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                errors.push(format!("telemetry.headers: `{name}` is not a header name"));
+            }
+        }
+        for (name, value) in &self.headers {
+            if http::HeaderValue::from_str(value.expose()).is_err() {
+                errors.push(format!(
+                    "telemetry.headers.{name}: not a valid header value"
+                ));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.sample_ratio) {
+            errors.push("telemetry.sample_ratio: must be between 0 and 1".into());
+        }
+        if self.queue == 0 || self.queue > 1_000_000 {
+            errors.push("telemetry.queue: must be between 1 and 1000000".into());
+        }
+        if self.timeout.is_zero() || self.export_interval.is_zero() {
+            errors.push("telemetry: timeout and export_interval must be greater than zero".into());
         }
     }
 }
@@ -276,6 +356,8 @@ pub struct Settings {
     pub state: StateSettings,
     /// How callers are identified.
     pub identity: IdentitySettings,
+    /// OpenTelemetry export.
+    pub telemetry: TelemetrySettings,
     pub routes: Vec<RouteSettings>,
     /// Every route's compiled policy.
     pub policies: Arc<PolicySet>,
@@ -300,6 +382,7 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "audit",
     "state",
     "identity",
+    "telemetry",
     "routes",
     "policies",
 ];
@@ -357,6 +440,8 @@ impl Settings {
         let audit = section::<AuditSettings>(&top, "audit", &mut errors);
         let state = section::<StateSettings>(&top, "state", &mut errors);
         let identity = section::<IdentitySettings>(&top, "identity", &mut errors);
+        let telemetry = section::<TelemetrySettings>(&top, "telemetry", &mut errors);
+        telemetry.validate(&mut errors);
         state.validate(&mut errors);
         identity.validate(&mut errors);
         let raw_policies =
@@ -405,6 +490,7 @@ impl Settings {
             audit,
             state,
             identity,
+            telemetry,
             routes,
             policies,
             policy_source,

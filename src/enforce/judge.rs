@@ -175,7 +175,11 @@ impl StreamJudge {
             self.exchange.clone(),
             self.channel.clone(),
         );
-        let judging = async move { enforcer.judge_server_text(&exchange, &text, &channel).await };
+        // The request's trace context (when traced) goes with the judgment, so its verdict
+        // becomes an event of the request's span.
+        let judging = opentelemetry::context::FutureExt::with_current_context(async move {
+            enforcer.judge_server_text(&exchange, &text, &channel).await
+        });
         // The judgment runs as its own task: a client that leaves mid-judgment (the relay
         // dropped) must not cut it between recording an elicitation and holding the means to
         // end its server's call.

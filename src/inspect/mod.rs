@@ -277,7 +277,7 @@ fn inspect_url(view: &ElicitationView<'_>, ctx: &InspectContext, policy: &Policy
         Carrier::LegacyRequest => ctx.protocol == Era::Legacy2025_11,
         Carrier::InputRequest => false,
     };
-    if needs_id && view.elicitation_id().map_or(true, str::is_empty) {
+    if needs_id && view.elicitation_id().is_none_or(str::is_empty) {
         hits.add(RuleId::UrlMissingId, "elicitationId", "url.missing_id");
     }
 }

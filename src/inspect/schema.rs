@@ -405,7 +405,7 @@ fn check_string(loc: &str, obj: &Map<String, Value>, hits: &mut Hits) {
         (true, false) => match obj.get("enum").and_then(string_list) {
             Some(vals) if !vals.is_empty() => {
                 if let Some(names) = obj.get("enumNames") {
-                    if string_list(names).map_or(true, |n| n.len() != vals.len()) {
+                    if string_list(names).is_none_or(|n| n.len() != vals.len()) {
                         hits.add(
                             RuleId::FormSchema,
                             format!("{loc}.enumNames"),
@@ -484,8 +484,8 @@ fn check_number(loc: &str, obj: &Map<String, Value>, integer: bool, hits: &mut H
         let fits = match d.as_f64() {
             Some(x) => {
                 (!integer || x.fract() == 0.0)
-                    && min.and_then(Value::as_f64).map_or(true, |m| x >= m)
-                    && max.and_then(Value::as_f64).map_or(true, |m| x <= m)
+                    && min.and_then(Value::as_f64).is_none_or(|m| x >= m)
+                    && max.and_then(Value::as_f64).is_none_or(|m| x <= m)
             }
             None => false,
         };
@@ -513,7 +513,7 @@ fn check_array(loc: &str, obj: &Map<String, Value>, hits: &mut Hits) {
                 None
             } else if let Some(e) = items.get("enum") {
                 let keys_ok = items.keys().all(|k| k == "type" || k == "enum");
-                let type_ok = ty.map_or(true, |t| t.as_str() == Some("string"));
+                let type_ok = ty.is_none_or(|t| t.as_str() == Some("string"));
                 match string_list(e) {
                     Some(vals) if !vals.is_empty() && keys_ok && type_ok => Some(vals),
                     _ => {
@@ -523,7 +523,7 @@ fn check_array(loc: &str, obj: &Map<String, Value>, hits: &mut Hits) {
                 }
             } else if let Some(a) = items.get("anyOf") {
                 let keys_ok = items.keys().all(|k| k == "type" || k == "anyOf");
-                let type_ok = ty.map_or(true, |t| t.as_str() == Some("string"));
+                let type_ok = ty.is_none_or(|t| t.as_str() == Some("string"));
                 match titled_consts(a) {
                     Some(vals) if keys_ok && type_ok => Some(vals),
                     _ => {

@@ -94,6 +94,9 @@ pub enum ResponseBody {
     Full(Option<Bytes>),
     /// An upstream body relayed as it arrives.
     Relay(Box<Relay>),
+    /// Either, counted and closed by the request's access line and span
+    /// ([`super::observe`]).
+    Observed(Box<super::observe::Observed>),
 }
 
 impl ResponseBody {
@@ -337,6 +340,7 @@ impl Body for ResponseBody {
         match self.get_mut() {
             ResponseBody::Full(data) => Poll::Ready(data.take().map(|d| Ok(Frame::data(d)))),
             ResponseBody::Relay(relay) => relay.poll_relay(cx),
+            ResponseBody::Observed(observed) => observed.poll_frame(cx),
         }
     }
 
@@ -355,6 +359,7 @@ impl Body for ResponseBody {
                 }
                 (None, None) => relay.upstream_done || relay.inner.is_end_stream(),
             },
+            ResponseBody::Observed(observed) => observed.inner().is_end_stream(),
         }
     }
 
@@ -366,6 +371,7 @@ impl Body for ResponseBody {
                 relay.inner.size_hint()
             }
             ResponseBody::Relay(_) => SizeHint::default(),
+            ResponseBody::Observed(observed) => observed.inner().size_hint(),
         }
     }
 }

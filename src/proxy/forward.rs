@@ -16,7 +16,11 @@
 //!    as any client, UTF-8 only, content codings undone — refused when they cannot be), then
 //!    SSE event by event through the stream judge, or a JSON answer to a request read whole
 //!    (bounded) and judged; bodies no client parses are streamed untouched;
-//! 7. **record** status and latency (the route's cached metric children).
+//! 7. **record** status and latency (the route's cached metric children); with `log.access`
+//!    or traces on, the response body closes the access line and the request's span when it
+//!    ends ([`super::observe`]). A traced request's steps 4–6 run inside its span's context
+//!    (continued from `params._meta.traceparent` or the `traceparent` header), and the
+//!    upstream exchange gets a client span whose `traceparent` goes upstream.
 //!
 //! Failures and refusals from any step go through [`super::respond`], the one place that
 //! turns them into responses.
@@ -24,6 +28,7 @@
 use super::answer::HttpAnswer;
 use super::body::{Relay, ResponseBody, Source};
 use super::headers;
+use super::observe::{AccessLine, Observed, Trail};
 use super::read;
 use super::request_metrics::HttpMethod;
 use super::respond;
@@ -35,6 +40,7 @@ use crate::error::GatewayError;
 use crate::identity::Proven;
 use crate::mcp::jsonrpc::Envelope;
 use crate::mcp::transport::{self, Media};
+use crate::telemetry;
 use bytes::Bytes;
 use http::{header, Method, Request, Response};
 use http_body::Body as _;
@@ -76,13 +82,27 @@ pub async fn handle(
     let Some((route, rest)) = gateway.route(path) else {
         let response = respond::error(&GatewayError::NoRoute, None);
         record_unmatched(&gateway, http_method, &response, started);
-        return response;
+        let mut trail = Trail::new(started);
+        if gateway
+            .telemetry
+            .as_ref()
+            .is_some_and(|t| t.tracer().is_some())
+        {
+            trail.parent = Some(telemetry::trace::from_headers(request.headers()));
+        }
+        return observed(&gateway, None, http_method, &conn, &mut trail, response);
     };
     // Where the route's rest of the path starts (the request moves on; no copy of the path).
     let rest_start = path.len() - rest.len();
-    let mut envelope = Envelope::default();
-    let response = match exchange(&gateway, &route, rest_start, &conn, request, &mut envelope).await
+    let mut trail = Trail::new(started);
+    if gateway
+        .telemetry
+        .as_ref()
+        .is_some_and(|t| t.tracer().is_some())
     {
+        trail.parent = Some(telemetry::trace::from_headers(request.headers()));
+    }
+    let response = match exchange(&gateway, &route, rest_start, &conn, request, &mut trail).await {
         Ok(response) => response,
         Err(error) => {
             if error.fault() != crate::error::Fault::Client {
@@ -93,32 +113,159 @@ pub async fn handle(
                     .with_label_values(&[&route.name, error.reason()])
                     .inc();
             }
-            respond::error(&error, envelope.id.as_deref())
+            respond::error(&error, trail.envelope.id.as_deref())
         }
     };
     route.request_metrics.record(
         http_method,
-        envelope.method_label(),
+        trail.envelope.method_label(),
         response.status(),
         started.elapsed().as_secs_f64(),
     );
-    response
+    observed(
+        &gateway,
+        Some(&route),
+        http_method,
+        &conn,
+        &mut trail,
+        response,
+    )
 }
 
-/// Steps 2–6 for a routed request.
+/// Step 7's access line and span end, attached to the response body (nothing when neither
+/// `log.access` nor traces are on).
+fn observed(
+    gateway: &Gateway,
+    route: Option<&Route>,
+    http_method: HttpMethod,
+    conn: &ClientConn,
+    trail: &mut Trail,
+    response: Response<ResponseBody>,
+) -> Response<ResponseBody> {
+    let access = gateway.settings.log.access;
+    let tracer = gateway.telemetry.as_ref().and_then(|t| t.tracer());
+    if !access && tracer.is_none() {
+        return response;
+    }
+    let status = response.status().as_u16();
+    if trail.trace.is_none() {
+        // Refused before the body was read (or no route): the span continues the headers'
+        // context.
+        if let Some(tracer) = tracer {
+            let parent = trail.parent.take().unwrap_or_default();
+            trail.trace = Some(server_span(tracer, &parent, route, http_method, trail));
+        }
+    }
+    let line = access.then(|| AccessLine {
+        route: route.map_or_else(|| Arc::from("unmatched"), |r| r.name.clone()),
+        http_method,
+        mcp_method: trail.envelope.method_label(),
+        status,
+        upstream: route.map(|r| r.upstream_label.clone()),
+        client: conn.peer.ip(),
+        request_bytes: trail.request_bytes,
+        head_ms: trail.started.elapsed().as_secs_f64() * 1e3,
+    });
+    let (parts, body) = response.into_parts();
+    let body = Observed::wrap(body, trail.started, status, line, trail.trace.take());
+    Response::from_parts(parts, body)
+}
+
+/// The request's server span, named as OpenTelemetry's MCP conventions name it (`{mcp
+/// method} {route}`).
+fn server_span(
+    tracer: &opentelemetry_sdk::trace::SdkTracer,
+    parent: &opentelemetry::Context,
+    route: Option<&Route>,
+    http_method: HttpMethod,
+    trail: &Trail,
+) -> opentelemetry::Context {
+    use opentelemetry::KeyValue;
+    let mcp_method = trail.envelope.method_label();
+    let route_name = route.map_or("unmatched", |r| &r.name);
+    let mut attributes = vec![
+        KeyValue::new("http.request.method", http_method.label()),
+        KeyValue::new("elicitgate.route", route_name.to_owned()),
+        KeyValue::new("mcp.method.name", mcp_method),
+    ];
+    if let Some(id) = trail.envelope.id.as_deref() {
+        attributes.push(KeyValue::new("jsonrpc.request.id", id.get().to_owned()));
+    }
+    telemetry::trace::server_span(
+        tracer,
+        parent,
+        format!("{mcp_method} {route_name}"),
+        trail.arrived,
+        attributes,
+    )
+}
+
+/// Steps 2–3 for a routed request, then the rest ([`forward`]) inside its trace context.
 async fn exchange(
     gateway: &Gateway,
     route: &Route,
     rest_start: usize,
     conn: &ClientConn,
     request: Request<Incoming>,
-    envelope: &mut Envelope,
+    trail: &mut Trail,
 ) -> Result<Response<ResponseBody>, GatewayError> {
-    let (mut parts, body) = request.into_parts();
+    let (parts, body) = request.into_parts();
     let (body, _held) = read_request(body, gateway).await?;
+    trail.request_bytes = body.len();
     if parts.method == Method::POST {
-        *envelope = Envelope::peek(&body);
+        trail.envelope = Envelope::peek(&body);
     }
+    let Some(tracer) = gateway.telemetry.as_ref().and_then(|t| t.tracer()) else {
+        return forward(
+            gateway,
+            route,
+            rest_start,
+            conn,
+            parts,
+            body,
+            &trail.envelope,
+            None,
+        )
+        .await;
+    };
+    use opentelemetry::context::FutureExt as _;
+    let parent = telemetry::trace::from_meta(&body)
+        .or_else(|| trail.parent.take())
+        .unwrap_or_default();
+    let cx = server_span(
+        tracer,
+        &parent,
+        Some(route),
+        HttpMethod::of(&parts.method),
+        trail,
+    );
+    trail.trace = Some(cx.clone());
+    forward(
+        gateway,
+        route,
+        rest_start,
+        conn,
+        parts,
+        body,
+        &trail.envelope,
+        Some(tracer),
+    )
+    .with_context(cx)
+    .await
+}
+
+/// Steps 4–6: enforcement, the upstream exchange (its own client span when traced), relay.
+#[allow(clippy::too_many_arguments)]
+async fn forward(
+    gateway: &Gateway,
+    route: &Route,
+    rest_start: usize,
+    conn: &ClientConn,
+    mut parts: http::request::Parts,
+    body: Bytes,
+    envelope: &Envelope,
+    tracer: Option<&opentelemetry_sdk::trace::SdkTracer>,
+) -> Result<Response<ResponseBody>, GatewayError> {
     let uri = route
         .upstream_target(&parts.uri.path()[rest_start..], parts.uri.query())
         .map_err(|e: http::uri::InvalidUri| GatewayError::BadUpstreamRequest(e.into()))?;
@@ -171,6 +318,15 @@ async fn exchange(
     };
 
     headers::to_upstream(&mut parts.headers, &conn.forwarded_for, conn.scheme);
+    let upstream_trace = tracer.map(|tracer| {
+        telemetry::trace::upstream_span(
+            tracer,
+            &opentelemetry::Context::current(),
+            parts.method.as_str(),
+            &route.upstream_label,
+            &mut parts.headers,
+        )
+    });
     let mut upstream_request = Request::builder()
         .method(parts.method)
         .uri(uri)
@@ -178,7 +334,14 @@ async fn exchange(
         .map_err(GatewayError::BadUpstreamRequest)?;
     *upstream_request.headers_mut() = parts.headers;
 
-    let (response, lease) = match route.upstream.send(upstream_request).await {
+    let sent = route.upstream.send(upstream_request).await;
+    if let Some(cx) = &upstream_trace {
+        match &sent {
+            Ok((response, _)) => telemetry::trace::end_with_status(cx, response.status().as_u16()),
+            Err(e) => telemetry::trace::end_failed(cx, e.reason()),
+        }
+    }
+    let (response, lease) = match sent {
         Ok(sent) => sent,
         Err(e) => {
             // An answer that never reached the server is pending again.

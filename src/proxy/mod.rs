@@ -1,7 +1,8 @@
 //! The reverse proxy: the route table, the per-request pipeline ([`forward`]), response
-//! bodies ([`body`]), bounded whole-body reads ([`read`]), header rules ([`headers`]), idle client connections ([`idle`]), upstream clients ([`upstream`]), per-route
-//! request metrics ([`request_metrics`]), the accept loop ([`server`]) and connection draining
-//! at shutdown ([`drain`]).
+//! bodies ([`body`]), bounded whole-body reads ([`read`]), header rules ([`headers`]), idle
+//! client connections ([`idle`]), upstream clients ([`upstream`]), per-route request metrics
+//! ([`request_metrics`]), access lines and request spans ([`observe`]), the accept loop
+//! ([`server`]) and connection draining at shutdown ([`drain`]).
 
 pub mod answer;
 pub mod body;
@@ -9,6 +10,7 @@ pub mod drain;
 pub mod forward;
 pub mod headers;
 pub mod idle;
+pub mod observe;
 pub mod read;
 pub mod request_metrics;
 pub mod respond;
@@ -241,6 +243,8 @@ pub struct Gateway {
     pub budget: read::BufferBudget,
     /// Who is calling (shared by every worker's gateway).
     pub identity: Arc<crate::identity::Identity>,
+    /// OpenTelemetry export, when configured (shared by every worker's gateway).
+    pub telemetry: Option<Arc<crate::telemetry::Telemetry>>,
 }
 
 impl Gateway {
@@ -250,6 +254,7 @@ impl Gateway {
         enforcer: Arc<Enforcer>,
         budget: read::BufferBudget,
         identity: Arc<crate::identity::Identity>,
+        telemetry: Option<Arc<crate::telemetry::Telemetry>>,
     ) -> anyhow::Result<Arc<Self>> {
         let mut routes = settings
             .routes
@@ -264,6 +269,7 @@ impl Gateway {
             enforcer,
             budget,
             identity,
+            telemetry,
         }))
     }
 
@@ -370,6 +376,7 @@ mod tests {
             enforcer,
             budget,
             Arc::new(crate::identity::Identity::new(&settings.identity).unwrap()),
+            None,
         )
         .unwrap()
     }

@@ -215,7 +215,7 @@ impl IdentitySettings {
                         errors.push("identity.jwt.jwks_url: not an http(s) URL".into());
                     }
                 }
-                if j.issuer.as_deref().map_or(true, str::is_empty) {
+                if j.issuer.as_deref().is_none_or(str::is_empty) {
                     errors.push("identity.jwt.issuer: required with `mode: jwt`".into());
                 }
                 if j.audience.is_empty() {

@@ -1,0 +1,157 @@
+//! What is observed of one request beyond its metrics: the access log line and the request's
+//! trace span, both finished when the response body has been sent (or abandoned), so the
+//! duration and byte count cover a streamed response to its end.
+//!
+//! Owns the [`Trail`] a request leaves as it goes through the pipeline and the response body
+//! wrapper that closes it. Nothing here reads bodies beyond counting their bytes; an access
+//! line holds labels, sizes, times and addresses, never bodies, headers or credentials. With
+//! neither `log.access` nor traces on, responses are not wrapped at all.
+
+use super::body::{BoxError, ResponseBody};
+use super::request_metrics::HttpMethod;
+use crate::mcp::jsonrpc::Envelope;
+use crate::telemetry::trace as otel;
+use bytes::Bytes;
+use http_body::{Body, Frame};
+use opentelemetry::trace::TraceContextExt;
+use opentelemetry::Context;
+use std::pin::Pin;
+use std::task::{Context as TaskContext, Poll};
+use std::time::{Instant, SystemTime};
+
+/// What the pipeline learns about a request as it goes.
+pub struct Trail {
+    pub started: Instant,
+    /// Wall-clock arrival, for the span's start time.
+    pub arrived: SystemTime,
+    /// The request's JSON-RPC envelope (once peeked).
+    pub envelope: Envelope,
+    /// Bytes of the client's request body (once read).
+    pub request_bytes: usize,
+    /// The context the request's headers carry (traced requests only).
+    pub parent: Option<Context>,
+    /// The server span's context, once started.
+    pub trace: Option<Context>,
+}
+
+impl Trail {
+    pub fn new(started: Instant) -> Self {
+        Self {
+            started,
+            arrived: SystemTime::now(),
+            envelope: Envelope::default(),
+            request_bytes: 0,
+            parent: None,
+            trace: None,
+        }
+    }
+}
+
+/// One access log line's facts, known when the response head is.
+pub struct AccessLine {
+    pub route: std::sync::Arc<str>,
+    pub http_method: HttpMethod,
+    pub mcp_method: &'static str,
+    pub status: u16,
+    pub upstream: Option<std::sync::Arc<str>>,
+    pub client: std::net::IpAddr,
+    pub request_bytes: usize,
+    pub head_ms: f64,
+}
+
+/// A response body that counts what it sends and, when it ends or is dropped, writes the
+/// access line and ends the request's span.
+pub struct Observed {
+    inner: ResponseBody,
+    started: Instant,
+    sent: u64,
+    ended: bool,
+    status: u16,
+    access: Option<AccessLine>,
+    trace: Option<Context>,
+}
+
+impl Observed {
+    /// Wraps `inner` when there is anything to observe; returns it unchanged otherwise.
+    pub fn wrap(
+        inner: ResponseBody,
+        started: Instant,
+        status: u16,
+        access: Option<AccessLine>,
+        trace: Option<Context>,
+    ) -> ResponseBody {
+        if access.is_none() && trace.is_none() {
+            return inner;
+        }
+        ResponseBody::Observed(Box::new(Self {
+            inner,
+            started,
+            sent: 0,
+            ended: false,
+            status,
+            access,
+            trace,
+        }))
+    }
+
+    pub fn poll_frame(
+        &mut self,
+        cx: &mut TaskContext<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        // Decisions made while the body is relayed (SSE events judged) belong to this
+        // request's span.
+        let _attached = self.trace.clone().map(Context::attach);
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    self.sent += data.len() as u64;
+                }
+            }
+            Poll::Ready(None) => self.ended = true,
+            _ => {}
+        }
+        polled
+    }
+
+    pub fn inner(&self) -> &ResponseBody {
+        &self.inner
+    }
+}
+
+impl Drop for Observed {
+    fn drop(&mut self) {
+        let complete = self.ended || self.inner.is_end_stream();
+        if let Some(line) = &self.access {
+            let trace_id = self
+                .trace
+                .as_ref()
+                .map(|cx| cx.span().span_context().trace_id().to_string());
+            tracing::info!(
+                target: "elicitgate::access",
+                route = %line.route,
+                http_method = line.http_method.label(),
+                mcp_method = line.mcp_method,
+                status = line.status,
+                duration_ms = self.started.elapsed().as_secs_f64() * 1e3,
+                head_ms = line.head_ms,
+                upstream = line.upstream.as_deref().unwrap_or("-"),
+                client = %line.client,
+                request_bytes = line.request_bytes,
+                response_bytes = self.sent,
+                complete,
+                trace_id = trace_id.as_deref().unwrap_or("-"),
+                "request"
+            );
+        }
+        if let Some(cx) = &self.trace {
+            if !complete {
+                cx.span().set_attribute(opentelemetry::KeyValue::new(
+                    "elicitgate.response_complete",
+                    false,
+                ));
+            }
+            otel::end_with_status(cx, self.status);
+        }
+    }
+}
