@@ -398,7 +398,10 @@ pub async fn check_store(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdow
 
 /// Re-opens the audit sinks on SIGHUP until `shutdown` (the file sink opens its path again:
 /// logrotate's `postrotate kill -HUP`). The configuration reloader listens to SIGHUP too.
-fn spawn_audit_reopener(sink: audit::sink::AuditSink, mut shutdown: Shutdown) -> anyhow::Result<()> {
+fn spawn_audit_reopener(
+    sink: audit::sink::AuditSink,
+    mut shutdown: Shutdown,
+) -> anyhow::Result<()> {
     use tokio::signal::unix::{signal, SignalKind};
     if !sink.is_enabled() {
         return Ok(());

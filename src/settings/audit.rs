@@ -185,16 +185,18 @@ impl AuditSettings {
                 Some(file) => check_writable(file, "audit.file", errors),
             }
         }
-        if self.rotate_every.is_some_and(|d| d < Duration::from_secs(1)) {
+        if self
+            .rotate_every
+            .is_some_and(|d| d < Duration::from_secs(1))
+        {
             errors.push("audit.rotate_every: must be at least 1s when set".into());
         }
         if self.queue == 0 {
             errors.push("audit.queue: must be at least 1".into());
         }
         match (&self.syslog, self.sink.contains(AuditSinkKind::Syslog)) {
-            (None, true) => errors.push(
-                "audit.syslog: required with the `syslog` sink (at least `address`)".into(),
-            ),
+            (None, true) => errors
+                .push("audit.syslog: required with the `syslog` sink (at least `address`)".into()),
             (Some(s), _) => s.validate(errors),
             (None, false) => {}
         }

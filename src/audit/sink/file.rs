@@ -84,8 +84,7 @@ impl FileOutput {
         let len = line.len() as u64 + 1;
         let now = self.period_of((self.clock)());
         let new_period = now.is_some() && self.period.is_some() && self.period != now;
-        if self.written > 0 && (new_period || self.written + len > self.rotation.max_file_bytes)
-        {
+        if self.written > 0 && (new_period || self.written + len > self.rotation.max_file_bytes) {
             self.rotate()?;
         }
         self.file.write_all(line.as_bytes())?;
@@ -212,7 +211,10 @@ mod tests {
         now.store(100 * day + 23 * 3600, Ordering::SeqCst);
         out.write_line("{\"n\":2}").unwrap();
         out.flush().unwrap();
-        assert!(!path.with_extension("jsonl.1").exists(), "same day: no rotation");
+        assert!(
+            !path.with_extension("jsonl.1").exists(),
+            "same day: no rotation"
+        );
         // Midnight UTC passed; a quiet day produces no empty file.
         now.store(102 * day + 60, Ordering::SeqCst);
         out.write_line("{\"n\":3}").unwrap();
@@ -234,7 +236,11 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         std::fs::write(&path, "{\"old\":true}\n").unwrap();
         // The file was last written "now" by the real clock; the fake clock is a day later.
-        let later = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() + 86_400;
+        let later = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+            + 86_400;
         let now = Arc::new(AtomicU64::new(later));
         let mut out = FileOutput::open(
             rotation(&path, 1 << 20, 1, Some(Duration::from_secs(3600))),

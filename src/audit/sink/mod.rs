@@ -389,11 +389,8 @@ mod tests {
 
     #[test]
     fn a_stalled_sink_drops_its_own_events_and_never_stalls_another() {
-        let failures = IntCounterVec::new(
-            prometheus::Opts::new("f", "f"),
-            &["sink", "reason"],
-        )
-        .unwrap();
+        let failures =
+            IntCounterVec::new(prometheus::Opts::new("f", "f"), &["sink", "reason"]).unwrap();
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("audit.jsonl");
         let dropped = counter();
@@ -454,9 +451,14 @@ mod tests {
         let stuck = failures
             .with_label_values(&["syslog", reason::QUEUE_FULL])
             .get();
-        assert!(stuck >= 50 - 11, "the stalled sink's overflow is counted: {stuck}");
+        assert!(
+            stuck >= 50 - 11,
+            "the stalled sink's overflow is counted: {stuck}"
+        );
         assert_eq!(
-            failures.with_label_values(&["file", reason::QUEUE_FULL]).get(),
+            failures
+                .with_label_values(&["file", reason::QUEUE_FULL])
+                .get(),
             0
         );
         assert_eq!(dropped.get(), stuck);

@@ -404,7 +404,8 @@ mod tests {
         assert!(format(&c, at, 42, allowed).starts_with("<134>1 "));
         // No event field: nil MSGID, info.
         let odd = r#"{"v":1}"#;
-        assert!(format(&c, at, 1, odd).starts_with("<134>1 2025-01-01T00:00:00.123Z gw-1 elicitgate 1 - - {"));
+        assert!(format(&c, at, 1, odd)
+            .starts_with("<134>1 2025-01-01T00:00:00.123Z gw-1 elicitgate 1 - - {"));
         assert_eq!(severity(Some("message.refused")), NOTICE);
         assert_eq!(severity(Some("policy.loaded")), INFO);
     }
@@ -443,7 +444,10 @@ mod tests {
         let got = std::str::from_utf8(&buf[..n]).unwrap();
         assert!(got.starts_with("<133>1 "), "{got}");
         assert!(got.ends_with(BLOCKED));
-        let big = format!(r#"{{"event":"elicitation.allowed","pad":"{}"}}"#, "x".repeat(700));
+        let big = format!(
+            r#"{{"event":"elicitation.allowed","pad":"{}"}}"#,
+            "x".repeat(700)
+        );
         let failure = out.write_line(&big).unwrap_err();
         assert_eq!(failure.reason, reason::TOO_LARGE);
     }
@@ -460,7 +464,10 @@ mod tests {
             let f = out.write_line(BLOCKED).unwrap_err();
             assert_eq!(f.reason, reason::DISCONNECTED);
         }
-        assert!(started.elapsed() < Duration::from_secs(2), "backoff, not a connect per event");
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "backoff, not a connect per event"
+        );
         // The collector comes up on that port: after the backoff, delivery resumes.
         let listener = std::net::TcpListener::bind(address).unwrap();
         let deadline = Instant::now() + MAX_BACKOFF + Duration::from_secs(3);
