@@ -153,31 +153,56 @@ pub fn audit_sink_with(
     metrics: &metrics::Metrics,
     protocol_on_stdout: bool,
 ) -> anyhow::Result<audit::sink::AuditSink> {
-    use audit::sink::{AuditSink, Target};
+    use audit::sink::{syslog, AuditSink, Target};
     use settings::AuditSinkKind;
     let a = &settings.audit;
-    let target = match (a.sink, &a.file) {
-        (AuditSinkKind::Off, _) => Target::Discard,
-        (AuditSinkKind::Stdout, _) if protocol_on_stdout => Target::Stderr,
-        (AuditSinkKind::Stdout, _) => Target::Stdout,
-        (AuditSinkKind::File, Some(path)) => Target::File {
-            path: path.clone(),
-            max_file_bytes: a.max_file_size.as_u64(),
-            keep_files: a.keep_files,
-        },
-        (AuditSinkKind::File, None) => anyhow::bail!("audit.file is required with sink: file"),
-    };
+    let mut targets = Vec::new();
+    for kind in &a.sink.0 {
+        targets.push(match kind {
+            AuditSinkKind::Off => Target::Discard,
+            AuditSinkKind::Stdout if protocol_on_stdout => Target::Stderr,
+            AuditSinkKind::Stdout => Target::Stdout,
+            AuditSinkKind::File => Target::File {
+                path: a
+                    .file
+                    .clone()
+                    .context("audit.file is required with the file sink")?,
+                max_file_bytes: a.max_file_size.as_u64(),
+                keep_files: a.keep_files,
+                rotate_every: a.rotate_every,
+            },
+            AuditSinkKind::Syslog => {
+                let s = a
+                    .syslog
+                    .as_ref()
+                    .context("audit.syslog is required with the syslog sink")?;
+                Target::Syslog(syslog::SyslogConfig {
+                    address: s.address.parse().context("audit.syslog.address")?,
+                    transport: s.transport,
+                    facility: syslog::facility_code(&s.facility)
+                        .context("audit.syslog.facility")?,
+                    app_name: syslog::header_field(&s.app_name, 48),
+                    hostname: s
+                        .hostname
+                        .as_deref()
+                        .map_or_else(syslog::system_hostname, |h| syslog::header_field(h, 255)),
+                    max_message: usize::try_from(s.max_message.as_u64()).unwrap_or(usize::MAX),
+                })
+            }
+        });
+    }
     let counters = audit::sink::WriterCounters {
         rotations: Some(metrics.audit_rotations.clone()),
         write_errors: Some(metrics.audit_write_errors.clone()),
+        failures: Some(metrics.audit_delivery_failures.clone()),
     };
-    AuditSink::start_counted(
-        target,
+    AuditSink::start_all(
+        targets,
         a.queue,
         metrics.audit_events_dropped.clone(),
         counters,
     )
-    .context("starting the audit writer")
+    .context("starting the audit writers")
 }
 
 /// Builds the enforcement engine for `settings`, writing audit events to `sink`.
@@ -257,7 +282,7 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
         Some(sink) => sink,
         None => audit_sink_for(&settings, &metrics)?,
     };
-    let enforcer = enforcer_for(&settings, &metrics, sink)?;
+    let enforcer = enforcer_for(&settings, &metrics, sink.clone())?;
     let listeners = proxy::server::bind_workers(settings.listen, settings.workers)?;
     let admin_listener = proxy::server::bind(settings.admin_listen).await?;
     let addr = listeners[0].local_addr()?;
@@ -277,6 +302,7 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
         serving_cert,
         options.log_level,
     ));
+    spawn_audit_reopener(sink, Shutdown(stopping.clone()))?;
     tokio::spawn(sweep_state(enforcer.clone(), Shutdown(stopping.clone())));
     if enforcer.store().backend() != "memory" {
         tokio::spawn(check_store(enforcer.clone(), Shutdown(stopping.clone())));
@@ -404,6 +430,31 @@ pub async fn check_store(enforcer: Arc<enforce::Enforcer>, mut shutdown: Shutdow
             () = shutdown.wait() => return,
         }
     }
+}
+
+/// Re-opens the audit sinks on SIGHUP until `shutdown` (the file sink opens its path again:
+/// logrotate's `postrotate kill -HUP`). The configuration reloader listens to SIGHUP too.
+fn spawn_audit_reopener(
+    sink: audit::sink::AuditSink,
+    mut shutdown: Shutdown,
+) -> anyhow::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    if !sink.is_enabled() {
+        return Ok(());
+    }
+    let mut hup = signal(SignalKind::hangup()).context("listening for SIGHUP")?;
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                got = hup.recv() => match got {
+                    Some(()) => sink.reopen(),
+                    None => return,
+                },
+                () = shutdown.wait() => return,
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Reloads the configuration from `path` on SIGHUP and when it, or a file it names, changes.

@@ -94,6 +94,8 @@ pub struct Metrics {
     pub audit_rotations: IntCounter,
     /// Audit lines the writer failed to write (disk full, I/O errors).
     pub audit_write_errors: IntCounter,
+    /// Audit events a sink did not deliver, by sink and reason.
+    pub audit_delivery_failures: IntCounterVec,
 }
 
 /// A registry that remembers the names registered in it.
@@ -196,7 +198,7 @@ impl Metrics {
             "audit_events_dropped_total",
             IntCounter::new(
                 "audit_events_dropped_total",
-                "Audit events dropped because the audit writer could not keep up.",
+                "Audit events dropped because an audit sink's writer could not keep up (once per sink; by sink: elicitgate_audit_delivery_failures_total{reason=\"queue_full\"}).",
             )
             .expect("static metric definition"),
         );
@@ -204,7 +206,7 @@ impl Metrics {
             "audit_rotations_total",
             IntCounter::new(
                 "audit_rotations_total",
-                "Audit file rotations (size-based).",
+                "Audit file rotations (by size or by audit.rotate_every).",
             )
             .expect("static metric definition"),
         );
@@ -224,6 +226,11 @@ impl Metrics {
             ),
             audit_rotations,
             audit_write_errors,
+            audit_delivery_failures: f.counter(
+                "audit_delivery_failures_total",
+                "Audit events a sink did not deliver, by sink (stdout, file, syslog) and reason (queue_full, write_error, disconnected, too_large); proxying continues.",
+                &["sink", "reason"],
+            ),
             requests: f.counter(
                 "requests_total",
                 "Client requests answered, by route, HTTP method, MCP method and HTTP status.",

@@ -1,12 +1,14 @@
-//! Process settings: listeners, TLS, routes, limits, timeouts and logging.
+//! Process settings: listeners, TLS, routes, limits, timeouts, logging and auditing.
 //!
 //! Owns reading the YAML file through the `config` crate (with `ELICITGATE__…` environment
 //! overrides), rejecting unknown keys, and validating everything at once: [`Settings::load`]
 //! returns either a checked [`Settings`] or a [`ConfigErrors`] listing *every* problem found,
 //! so an operator fixes a file in one pass. Nothing here runs on the request path.
 
+mod audit;
 mod scale;
 
+pub use audit::*;
 pub use scale::*;
 
 use crate::policy::PolicySet;
@@ -166,53 +168,6 @@ pub struct RouteSettings {
     /// Name of the policy under `policies` for this route; absent = the shared default.
     #[serde(default)]
     pub policy: Option<String>,
-}
-
-/// Where audit events go.
-#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum AuditSinkKind {
-    #[default]
-    Stdout,
-    File,
-    Off,
-}
-
-/// Audit event output.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct AuditSettings {
-    /// `stdout` (default), `file` or `off`.
-    pub sink: AuditSinkKind,
-    /// The JSON Lines file, with `sink: file`.
-    pub file: Option<PathBuf>,
-    /// Rotate the file when it would grow past this size.
-    pub max_file_size: ByteSize,
-    /// Rotated files kept (`audit.jsonl.1` … `.N`).
-    pub keep_files: u32,
-    /// Events queued for the writer; beyond this they are dropped and counted.
-    pub queue: usize,
-    /// Events written per scope (legacy session, else principal) and minute; past it they
-    /// are counted and summarised in one `audit.suppressed` event (0: no limit).
-    pub max_events_per_minute: u32,
-    /// Secret key for hashing session, principal and elicitation ids; generated at start when
-    /// absent (then hashes do not correlate across restarts). Prefer the environment:
-    /// `ELICITGATE__AUDIT__SALT`.
-    pub salt: Option<Secret>,
-}
-
-impl Default for AuditSettings {
-    fn default() -> Self {
-        Self {
-            sink: AuditSinkKind::Stdout,
-            file: None,
-            max_file_size: ByteSize::mib(100),
-            keep_files: 5,
-            queue: 10_000,
-            max_events_per_minute: 600,
-            salt: None,
-        }
-    }
 }
 
 /// A configuration value that must never be printed.
@@ -498,6 +453,8 @@ impl Settings {
         };
         settings.resolve_paths(base);
         settings.validate(&indices, &mut errors);
+        let audit_warnings = settings.audit.warnings();
+        settings.warnings.extend(audit_warnings);
         if settings.routes.is_empty() && !errors.iter().any(|e| e.starts_with("routes")) {
             settings.warnings.push(
                 "routes: none configured; `serve` needs at least one (stdio and inspect do not)"
@@ -568,12 +525,7 @@ impl Settings {
                 "limits.request_buffer_budget: must be at least limits.max_request_body".into(),
             );
         }
-        if self.audit.sink == AuditSinkKind::File {
-            match &self.audit.file {
-                None => errors.push("audit.file: required with `sink: file`".into()),
-                Some(file) => check_writable(file, "audit.file", errors),
-            }
-        }
+        self.audit.validate(errors);
         if conflicting(self.listen, self.admin_listen) {
             errors.push(format!(
                 "admin_listen: {} conflicts with listen {} (same port)",

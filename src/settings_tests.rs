@@ -215,3 +215,85 @@ fn state_and_identity_errors_are_all_reported_at_once() {
         "URLs may hold credentials: never echoed"
     );
 }
+
+#[test]
+fn audit_sinks_are_one_a_list_or_comma_separated() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("audit.jsonl");
+    let s = load(&format!(
+        "audit:\n  sink: [file, syslog]\n  file: {}\n  rotate_every: 24h\n  syslog: {{ address: \"127.0.0.1:514\", transport: tcp }}\n",
+        file.display()
+    ))
+    .unwrap();
+    assert_eq!(
+        s.audit.sink.0,
+        vec![AuditSinkKind::File, AuditSinkKind::Syslog]
+    );
+    assert_eq!(s.audit.rotate_every, Some(Duration::from_secs(86_400)));
+    let syslog = s.audit.syslog.clone().unwrap();
+    assert_eq!(syslog.facility, "local0");
+    assert_eq!(syslog.app_name, "elicitgate");
+    assert_eq!(syslog.max_message, ByteSize::kib(8));
+    let audit_warnings =
+        |s: &Settings| s.warnings.iter().filter(|w| w.starts_with("audit")).count();
+    assert_eq!(audit_warnings(&s), 0, "{:?}", s.warnings);
+    // The old single value keeps working, and so does `off`.
+    assert_eq!(
+        load("audit: { sink: off }\n").unwrap().audit.sink.0,
+        vec![AuditSinkKind::Off]
+    );
+    assert_eq!(load("").unwrap().audit.sink.0, vec![AuditSinkKind::Stdout]);
+    let s =
+        load("audit: { sink: \"stdout,syslog\", syslog: { address: \"[::1]:6514\" } }\n").unwrap();
+    assert_eq!(
+        s.audit.sink.0,
+        vec![AuditSinkKind::Stdout, AuditSinkKind::Syslog]
+    );
+    // Settings that do nothing are warned about.
+    let s = load("audit: { rotate_every: 1h, syslog: { address: \"127.0.0.1:514\" } }\n").unwrap();
+    assert_eq!(audit_warnings(&s), 2, "{:?}", s.warnings);
+}
+
+#[test]
+fn audit_sink_problems_are_all_reported_at_once() {
+    let all = load(
+        "audit:\n  sink: [syslog, file, syslog]\n  file: /nonexistent-dir/a.jsonl\n  rotate_every: 0s\n  syslog:\n    address: \"syslog.example:514\"\n    facility: local9\n    app_name: \"my app\"\n    max_message: 100KiB\n    colour: blue\n",
+    )
+    .unwrap_err()
+    .0
+    .join("\n");
+    // Unknown keys are rejected on their own (the section does not parse).
+    assert!(all.contains("colour"), "{all}");
+    let all = load(
+        "audit:\n  sink: [syslog, file, syslog]\n  file: /nonexistent-dir/a.jsonl\n  rotate_every: 0s\n  syslog:\n    address: \"syslog.example:514\"\n    facility: local9\n    app_name: \"my app\"\n    max_message: 100KiB\n",
+    )
+    .unwrap_err()
+    .0;
+    let text = all.join("\n");
+    for expected in [
+        "audit.sink: `syslog` listed twice",
+        "audit.file: directory `/nonexistent-dir`",
+        "audit.rotate_every: must be at least 1s",
+        "audit.syslog.address: `syslog.example:514` is not an `IP:port` address",
+        "audit.syslog.facility: unknown `local9`",
+        "audit.syslog.app_name: `my app` must be",
+        "audit.syslog.max_message: must be between 480 and 65507 bytes over udp",
+    ] {
+        assert!(text.contains(expected), "missing {expected}: {text}");
+    }
+    assert_eq!(all.len(), 7, "{all:?}");
+    for (yaml, expected) in [
+        ("audit: { sink: [off, stdout] }", "`off` cannot be combined"),
+        ("audit: { sink: [] }", "audit.sink: empty"),
+        ("audit: { sink: kafka }", "unknown sink `kafka`"),
+        ("audit: { sink: syslog }", "audit.syslog: required"),
+        ("audit: { sink: syslog, syslog: { transport: tcp } }", "audit.syslog.address: required"),
+        (
+            "audit: { sink: syslog, syslog: { address: \"127.0.0.1:514\", transport: tcp, max_message: 2MiB } }",
+            "between 480 and 1048576 bytes over tcp",
+        ),
+    ] {
+        let all = load(&format!("{yaml}\n")).unwrap_err().0.join("\n");
+        assert!(all.contains(expected), "{yaml}: {all}");
+    }
+}
