@@ -142,8 +142,9 @@ pub struct Options {
 pub fn audit_sink_for(
     settings: &Settings,
     metrics: &metrics::Metrics,
+    telemetry: Option<&Arc<telemetry::Telemetry>>,
 ) -> anyhow::Result<audit::sink::AuditSink> {
-    audit_sink_with(settings, metrics, false)
+    audit_sink_with(settings, metrics, false, telemetry)
 }
 
 /// [`audit_sink_for`]; with `protocol_on_stdout`, a `stdout` sink writes to stderr instead
@@ -152,6 +153,7 @@ pub fn audit_sink_with(
     settings: &Settings,
     metrics: &metrics::Metrics,
     protocol_on_stdout: bool,
+    telemetry: Option<&Arc<telemetry::Telemetry>>,
 ) -> anyhow::Result<audit::sink::AuditSink> {
     use audit::sink::{syslog, AuditSink, Target};
     use settings::AuditSinkKind;
@@ -171,6 +173,11 @@ pub fn audit_sink_with(
                 keep_files: a.keep_files,
                 rotate_every: a.rotate_every,
             },
+            AuditSinkKind::Otlp => Target::Records(
+                telemetry
+                    .context("the otlp audit sink needs telemetry.endpoint")?
+                    .clone(),
+            ),
             AuditSinkKind::Syslog => {
                 let s = a
                     .syslog
@@ -278,9 +285,15 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
     for warning in &settings.warnings {
         tracing::warn!(warning = %warning, "Configuration warning.");
     }
+    let telemetry = telemetry::Telemetry::start(
+        &settings.telemetry,
+        settings.audit.sink.contains(settings::AuditSinkKind::Otlp),
+        &metrics.telemetry_exports,
+    )
+    .context("starting OpenTelemetry export")?;
     let sink = match options.audit_sink {
         Some(sink) => sink,
-        None => audit_sink_for(&settings, &metrics)?,
+        None => audit_sink_for(&settings, &metrics, telemetry.as_ref())?,
     };
     let enforcer = enforcer_for(&settings, &metrics, sink.clone())?;
     let listeners = proxy::server::bind_workers(settings.listen, settings.workers)?;
@@ -325,9 +338,6 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
             Shutdown(stopping.clone()),
         ));
     }
-    let telemetry =
-        telemetry::Telemetry::start(&settings.telemetry, false, &metrics.telemetry_exports)
-            .context("starting OpenTelemetry export")?;
     let gateway_for = {
         let (metrics, enforcer, identity) = (metrics.clone(), enforcer.clone(), identity.clone());
         let (live, telemetry) = (live.clone(), telemetry.clone());

@@ -526,6 +526,9 @@ impl Settings {
             );
         }
         self.audit.validate(errors);
+        if self.audit.sink.contains(AuditSinkKind::Otlp) && self.telemetry.endpoint.is_none() {
+            errors.push("audit.sink: `otlp` needs telemetry.endpoint".into());
+        }
         if conflicting(self.listen, self.admin_listen) {
             errors.push(format!(
                 "admin_listen: {} conflicts with listen {} (same port)",

@@ -157,7 +157,19 @@ pub async fn run(
             crate::Shutdown::new(stopping),
         ));
     }
-    let sink = crate::audit_sink_with(&settings, &metrics, true)?;
+    // Audit events as OTLP logs (`audit.sink: otlp`); stdio mode exports no request spans.
+    let telemetry = crate::telemetry::Telemetry::start(
+        &crate::settings::TelemetrySettings {
+            traces: false,
+            ..settings.telemetry.clone()
+        },
+        settings
+            .audit
+            .sink
+            .contains(crate::settings::AuditSinkKind::Otlp),
+        &metrics.telemetry_exports,
+    )?;
+    let sink = crate::audit_sink_with(&settings, &metrics, true, telemetry.as_ref())?;
     let enforcer = crate::enforcer_for(&settings, &metrics, sink)?;
     // Expired elicitations end their server's call here too, and audit summaries get written.
     let (_stop_sweep, sweeping) = tokio::sync::watch::channel(false);
@@ -247,6 +259,10 @@ pub async fn run(
         tracing::warn!("The client did not read the server's last output in time; exiting.");
     }
     child_writer.abort();
+    if let Some(telemetry) = telemetry {
+        // Audit records still queued for the collector are sent before exiting.
+        let _ = tokio::task::spawn_blocking(move || telemetry.shutdown()).await;
+    }
     Ok(exit_code(status))
 }
 

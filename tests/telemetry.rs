@@ -11,8 +11,10 @@ use common::scripted::*;
 use common::*;
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full};
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+use opentelemetry_proto::tonic::logs::v1::LogRecord;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
 use serde_json::json;
@@ -20,10 +22,12 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// An OTLP/HTTP receiver: every `POST /v1/traces` body decoded as the collector would.
+/// An OTLP/HTTP receiver: every `POST /v1/traces` and `/v1/logs` body decoded as a collector
+/// would.
 struct Receiver {
     addr: SocketAddr,
     spans: Arc<Mutex<Vec<Span>>>,
+    logs: Arc<Mutex<Vec<LogRecord>>>,
     content_types: Arc<Mutex<Vec<String>>>,
 }
 
@@ -32,15 +36,16 @@ impl Receiver {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let spans: Arc<Mutex<Vec<Span>>> = Arc::default();
+        let logs: Arc<Mutex<Vec<LogRecord>>> = Arc::default();
         let content_types: Arc<Mutex<Vec<String>>> = Arc::default();
-        let (spans_srv, types_srv) = (spans.clone(), content_types.clone());
+        let (spans_srv, types_srv, logs_srv) = (spans.clone(), content_types.clone(), logs.clone());
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let (spans, types) = (spans_srv.clone(), types_srv.clone());
+                let (spans, types, logs) = (spans_srv.clone(), types_srv.clone(), logs_srv.clone());
                 tokio::spawn(async move {
                     let service =
                         hyper::service::service_fn(move |req: Request<hyper::body::Incoming>| {
-                            let (spans, types) = (spans.clone(), types.clone());
+                            let (spans, types, logs) = (spans.clone(), types.clone(), logs.clone());
                             async move {
                                 let path = req.uri().path().to_owned();
                                 if let Some(t) = req.headers().get("content-type") {
@@ -55,6 +60,13 @@ impl Receiver {
                                     for rs in export.resource_spans {
                                         for ss in rs.scope_spans {
                                             spans.lock().unwrap().extend(ss.spans);
+                                        }
+                                    }
+                                } else if path == "/v1/logs" {
+                                    let export = ExportLogsServiceRequest::decode(body).unwrap();
+                                    for rl in export.resource_logs {
+                                        for sl in rl.scope_logs {
+                                            logs.lock().unwrap().extend(sl.log_records);
                                         }
                                     }
                                 }
@@ -75,6 +87,7 @@ impl Receiver {
         Self {
             addr,
             spans,
+            logs,
             content_types,
         }
     }
@@ -118,6 +131,86 @@ fn attr<'a>(span: &'a Span, key: &str) -> Option<&'a Any> {
         .find(|kv| kv.key == key)
         .and_then(|kv| kv.value.as_ref())
         .and_then(|v| v.value.as_ref())
+}
+
+/// With `audit.sink: [otlp, file]`, a blocked elicitation reaches the collector as an OTLP log
+/// record whose body is the (redacted) audit line, and the file sink keeps writing.
+#[tokio::test]
+async fn audit_events_are_exported_as_otlp_log_records() {
+    let receiver = Receiver::start().await;
+    let upstream = legacy_server(|_| {
+        sse(&[form(
+            "f-1",
+            "Sign in",
+            json!({"password":{"type":"string","default":"hunter2"}}),
+        )])
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("audit.jsonl");
+    let yaml = config_for(
+        &upstream.url("/mcp"),
+        &format!(
+            "telemetry: {{ endpoint: \"http://{}\", export_interval: 100ms, traces: false }}\n\
+             audit: {{ sink: [otlp, file], file: \"{}\" }}",
+            receiver.addr,
+            file.display()
+        ),
+    );
+    let settings = elicitgate::settings::Settings::from_yaml(&yaml, dir.path()).unwrap();
+    let running = elicitgate::start_with(settings, elicitgate::Options::default())
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", running.addr);
+    let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
+    let _ = send(rpc_post(&url, init)).await;
+    let call = r#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"t"}}"#;
+    let _ = send(in_session(rpc_post(&url, call))).await;
+    let mut record = None;
+    for _ in 0..200 {
+        record = receiver
+            .logs
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|r| r.event_name == "elicitation.blocked")
+            .cloned();
+        if record.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let record = record.unwrap_or_else(|| {
+        panic!(
+            "no blocked record; got {:?}; file: {:?}; {}",
+            receiver
+                .logs
+                .lock()
+                .unwrap()
+                .iter()
+                .map(|r| r.event_name.clone())
+                .collect::<Vec<_>>(),
+            std::fs::read_to_string(&file),
+            scrape_blocking(running.admin_addr)
+        )
+    });
+    assert_eq!(record.severity_text, "WARN");
+    let Some(Any::StringValue(body)) = record.body.and_then(|b| b.value) else {
+        panic!("a string body");
+    };
+    let event: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(event["event"], "elicitation.blocked");
+    assert_eq!(event["rules"], json!(["form.secret"]));
+    assert!(
+        !body.contains("hunter2") && !body.contains("Sign in"),
+        "{body}"
+    );
+    running.shutdown().await;
+    let written = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        written.contains("elicitation.blocked"),
+        "the file sink kept writing"
+    );
 }
 
 const META_TRACE: &str = "0af7651916cd43dd8448eb211c80319c";
@@ -372,4 +465,21 @@ fn the_access_log_has_one_line_per_request_without_bodies_or_credentials() {
         !all.contains("tok-very-secret") && !all.contains("s3cr3t-body"),
         "{all}"
     );
+}
+
+/// The telemetry and audit metric lines, scraped without the async client (for a panic message).
+fn scrape_blocking(admin: SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(admin).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out.lines()
+        .filter(|l| l.contains("telemetry") || l.contains("audit_"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }

@@ -52,6 +52,33 @@ pub enum EventKind {
     Suppressed,
 }
 
+/// The `event` name of an audit line written by this module (`"audit"` when it has none).
+pub fn event_name_of(line: &str) -> &'static str {
+    const KINDS: [EventKind; 11] = [
+        EventKind::Allowed,
+        EventKind::Blocked,
+        EventKind::Audited,
+        EventKind::Answered,
+        EventKind::AnswerRejected,
+        EventKind::Completed,
+        EventKind::CompletionDropped,
+        EventKind::PolicyLoaded,
+        EventKind::PolicyReloadFailed,
+        EventKind::Refused,
+        EventKind::Suppressed,
+    ];
+    let Some(at) = line.find("\"event\":\"") else {
+        return "audit";
+    };
+    let rest = &line[at + 9..];
+    let name = rest.split('"').next().unwrap_or_default();
+    KINDS
+        .iter()
+        .map(|k| k.name())
+        .find(|n| *n == name)
+        .unwrap_or("audit")
+}
+
 impl EventKind {
     /// The event's name, as written (a bounded label).
     pub fn name(self) -> &'static str {

@@ -17,6 +17,8 @@ pub enum AuditSinkKind {
     Stdout,
     File,
     Syslog,
+    /// OTLP log records to `telemetry.endpoint`.
+    Otlp,
     Off,
 }
 
@@ -27,6 +29,7 @@ impl AuditSinkKind {
             Self::Stdout => "stdout",
             Self::File => "file",
             Self::Syslog => "syslog",
+            Self::Otlp => "otlp",
             Self::Off => "off",
         }
     }
@@ -36,9 +39,10 @@ impl AuditSinkKind {
             "stdout" => Ok(Self::Stdout),
             "file" => Ok(Self::File),
             "syslog" => Ok(Self::Syslog),
+            "otlp" => Ok(Self::Otlp),
             "off" => Ok(Self::Off),
             other => Err(format!(
-                "unknown sink `{other}` (expected stdout, file, syslog or off)"
+                "unknown sink `{other}` (expected stdout, file, syslog, otlp or off)"
             )),
         }
     }
@@ -123,7 +127,7 @@ const MAX_TCP_MESSAGE: u64 = 1024 * 1024;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditSettings {
-    /// `stdout` (default), `file`, `syslog` or `off`; or a list of them.
+    /// `stdout` (default), `file`, `syslog`, `otlp` or `off`; or a list of them.
     pub sink: AuditSinks,
     /// The JSON Lines file, with the `file` sink.
     pub file: Option<PathBuf>,

@@ -170,6 +170,16 @@ impl Telemetry {
     }
 }
 
+impl crate::audit::sink::RecordSink for Telemetry {
+    fn record(&self, event: &'static str, line: String) -> bool {
+        self.audit_record(event, line)
+    }
+
+    fn label(&self) -> &'static str {
+        "otlp"
+    }
+}
+
 /// An exporter whose every export result is counted.
 #[derive(Debug)]
 struct Counted<E> {

@@ -1,5 +1,5 @@
-//! Where audit lines go: one or several sinks (stdout, a rotating file, syslog), each behind
-//! its own bounded queue and writer thread.
+//! Where audit lines go: one or several sinks (stdout, a rotating file, syslog, a record
+//! exporter such as OTLP logs), each behind its own bounded queue and writer thread.
 //!
 //! Owns the guarantee that auditing never blocks the proxy: [`AuditSink::write`] hands the
 //! line to every sink's writer thread through a bounded channel and returns at once; when a
@@ -50,8 +50,18 @@ pub enum Target {
         rotate_every: Option<Duration>,
     },
     Syslog(syslog::SyslogConfig),
+    /// An exporter of structured records (OTLP logs), given each line and its event name.
+    Records(Arc<dyn RecordSink>),
     /// Lines are discarded (auditing switched off).
     Discard,
+}
+
+/// Takes audit lines as records (the OTLP log exporter); implemented outside this layer.
+pub trait RecordSink: Send + Sync + std::fmt::Debug {
+    /// Queues `line` (an audit event named `event`); false when it could not be queued.
+    fn record(&self, event: &'static str, line: String) -> bool;
+    /// The `sink` label of its metrics.
+    fn label(&self) -> &'static str;
 }
 
 impl Target {
@@ -61,6 +71,7 @@ impl Target {
             Target::Stdout | Target::Stderr => "stdout",
             Target::File { .. } => "file",
             Target::Syslog(_) => "syslog",
+            Target::Records(sink) => sink.label(),
             Target::Discard => "off",
         }
     }
@@ -282,7 +293,28 @@ fn open(target: Target, counters: &WriterCounters) -> io::Result<Box<dyn Output>
             Box::new(std::time::SystemTime::now),
         )?),
         Target::Syslog(config) => Box::new(syslog::SyslogOutput::new(config)),
+        Target::Records(sink) => Box::new(Records(sink)),
     })
+}
+
+/// Lines handed to a [`RecordSink`].
+struct Records(Arc<dyn RecordSink>);
+
+impl Output for Records {
+    fn write_line(&mut self, line: &str) -> Result<(), Failure> {
+        if self
+            .0
+            .record(crate::audit::event_name_of(line), line.to_owned())
+        {
+            Ok(())
+        } else {
+            Err(Failure::quiet(reason::WRITE_ERROR, 1))
+        }
+    }
+
+    fn flush(&mut self) -> Result<(), Failure> {
+        Ok(())
+    }
 }
 
 /// Standard output or error.
