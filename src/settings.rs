@@ -494,6 +494,7 @@ impl Settings {
     /// `indices` are the routes' positions in the file (routes that failed to parse are gone).
     fn validate(&self, indices: &[usize], errors: &mut Vec<String>) {
         if let Some(tls) = &self.tls {
+            let before = errors.len();
             for file in [&tls.cert_file, &tls.key_file] {
                 if !file.is_file() {
                     errors.push(format!("tls: file `{}` does not exist", file.display()));
@@ -502,6 +503,12 @@ impl Settings {
                         "tls: file `{}` cannot be read: {e}",
                         file.display()
                     ));
+                }
+            }
+            // What `serve` would load: PEM that parses, a key that matches its certificate.
+            if errors.len() == before {
+                if let Err(e) = crate::tls::certified_key(&tls.cert_file, &tls.key_file) {
+                    errors.push(format!("tls: {e:#}"));
                 }
             }
         }
@@ -616,6 +623,8 @@ impl RouteSettings {
                     "routes[{i}].ca_file: `{}` does not exist",
                     ca.display()
                 ));
+            } else if let Err(e) = crate::tls::client_config(Some(ca)) {
+                errors.push(format!("routes[{i}].ca_file: {e:#}"));
             }
         }
     }

@@ -297,3 +297,22 @@ fn audit_sink_problems_are_all_reported_at_once() {
         assert!(all.contains(expected), "{yaml}: {all}");
     }
 }
+
+#[test]
+fn unparsable_certificates_and_ca_bundles_are_errors_like_serve_would_meet() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.pem");
+    std::fs::write(&junk, "not a certificate\n").unwrap();
+    let yaml = format!(
+        "listen: 127.0.0.1:1\nadmin_listen: 127.0.0.1:2\n\
+         tls: {{ cert_file: \"{0}\", key_file: \"{0}\" }}\n\
+         routes:\n  - {{ name: a, path: /a, upstream: \"https://example.com/\", ca_file: \"{0}\" }}\n",
+        junk.display()
+    );
+    let all = load(&yaml).unwrap_err().0.join("\n");
+    assert!(all.contains("tls: no certificate found"), "{all}");
+    assert!(
+        all.contains("routes[0].ca_file: no certificate found"),
+        "{all}"
+    );
+}

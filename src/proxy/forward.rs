@@ -82,24 +82,24 @@ pub async fn handle(
     let Some((route, rest)) = gateway.route(path) else {
         let response = respond::error(&GatewayError::NoRoute, None);
         record_unmatched(&gateway, http_method, &response, started);
-        let mut trail = Trail::new(started);
-        if gateway
+        let traced = gateway
             .telemetry
             .as_ref()
-            .is_some_and(|t| t.tracer().is_some())
-        {
+            .is_some_and(|t| t.tracer().is_some());
+        let mut trail = Trail::new(started, traced);
+        if traced {
             trail.parent = Some(telemetry::trace::from_headers(request.headers()));
         }
         return observed(&gateway, None, http_method, &conn, &mut trail, response);
     };
     // Where the route's rest of the path starts (the request moves on; no copy of the path).
     let rest_start = path.len() - rest.len();
-    let mut trail = Trail::new(started);
-    if gateway
+    let traced = gateway
         .telemetry
         .as_ref()
-        .is_some_and(|t| t.tracer().is_some())
-    {
+        .is_some_and(|t| t.tracer().is_some());
+    let mut trail = Trail::new(started, traced);
+    if traced {
         trail.parent = Some(telemetry::trace::from_headers(request.headers()));
     }
     let response = match exchange(&gateway, &route, rest_start, &conn, request, &mut trail).await {

@@ -22,7 +22,7 @@ use std::time::{Instant, SystemTime};
 /// What the pipeline learns about a request as it goes.
 pub struct Trail {
     pub started: Instant,
-    /// Wall-clock arrival, for the span's start time.
+    /// Wall-clock arrival, for the span's start time (traced requests only).
     pub arrived: SystemTime,
     /// The request's JSON-RPC envelope (once peeked).
     pub envelope: Envelope,
@@ -35,10 +35,15 @@ pub struct Trail {
 }
 
 impl Trail {
-    pub fn new(started: Instant) -> Self {
+    /// A request that arrived at `started`; the wall clock is read only for a `traced` one.
+    pub fn new(started: Instant, traced: bool) -> Self {
         Self {
             started,
-            arrived: SystemTime::now(),
+            arrived: if traced {
+                SystemTime::now()
+            } else {
+                SystemTime::UNIX_EPOCH
+            },
             envelope: Envelope::default(),
             request_bytes: 0,
             parent: None,
