@@ -19,7 +19,8 @@
 //! - [`stdio`]: the same enforcement for local stdio servers.
 //! - [`inspect_cli`], [`demo`]: the `inspect` and `demo` commands.
 //! - [`tls`]: rustls server and client configuration.
-//! - [`telemetry`]: OpenTelemetry export (request spans, audit events as OTLP logs).
+//! - [`telemetry`]: OpenTelemetry export (request spans, audit events as OTLP logs);
+//!   [`spans`]: request trace context, spans and verdict events on the request path.
 //! - [`text`]: text decoding shared by detectors and the audit scrubber.
 //!
 //! [`start`] runs the whole gateway; `main` and the integration tests both call it.
@@ -46,6 +47,7 @@ pub mod reload;
 pub mod report;
 pub mod rules;
 pub mod settings;
+pub mod spans;
 pub mod state_redis;
 pub mod stdio;
 pub mod telemetry;

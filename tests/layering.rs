@@ -12,6 +12,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("metrics", 0),
     ("tls", 0),
     ("mcp", 0),
+    // Request trace context, spans and verdict events (OpenTelemetry API only).
+    ("spans", 0),
     // OpenTelemetry export (uses the TLS client configuration and the settings' types only).
     ("telemetry", 4),
     // The rule vocabulary and the secret lexicon, below both the policy and the decision.

@@ -101,7 +101,7 @@ impl Recorder {
             m.repeated_prompts.with_label_values(&[route]).inc();
         }
         let rules: Vec<&'static str> = verdict.rules.iter().map(|r| r.as_str()).collect();
-        crate::telemetry::trace::verdict_event(label, mode, &rules);
+        crate::spans::verdict_event(label, mode, &rules);
         if !self.auditor.enabled() {
             return;
         }

@@ -40,7 +40,7 @@ use crate::error::GatewayError;
 use crate::identity::Proven;
 use crate::mcp::jsonrpc::Envelope;
 use crate::mcp::transport::{self, Media};
-use crate::telemetry;
+use crate::spans;
 use bytes::Bytes;
 use http::{header, Method, Request, Response};
 use http_body::Body as _;
@@ -88,7 +88,7 @@ pub async fn handle(
             .is_some_and(|t| t.tracer().is_some());
         let mut trail = Trail::new(started, traced);
         if traced {
-            trail.parent = Some(telemetry::trace::from_headers(request.headers()));
+            trail.parent = Some(spans::from_headers(request.headers()));
         }
         return observed(&gateway, None, http_method, &conn, &mut trail, response);
     };
@@ -100,7 +100,7 @@ pub async fn handle(
         .is_some_and(|t| t.tracer().is_some());
     let mut trail = Trail::new(started, traced);
     if traced {
-        trail.parent = Some(telemetry::trace::from_headers(request.headers()));
+        trail.parent = Some(spans::from_headers(request.headers()));
     }
     let response = match exchange(&gateway, &route, rest_start, &conn, request, &mut trail).await {
         Ok(response) => response,
@@ -191,7 +191,7 @@ fn server_span(
     if let Some(id) = trail.envelope.id.as_deref() {
         attributes.push(KeyValue::new("jsonrpc.request.id", id.get().to_owned()));
     }
-    telemetry::trace::server_span(
+    spans::server_span(
         tracer,
         parent,
         format!("{mcp_method} {route_name}"),
@@ -229,7 +229,7 @@ async fn exchange(
         .await;
     };
     use opentelemetry::context::FutureExt as _;
-    let parent = telemetry::trace::from_meta(&body)
+    let parent = spans::from_meta(&body)
         .or_else(|| trail.parent.take())
         .unwrap_or_default();
     let cx = server_span(
@@ -319,7 +319,7 @@ async fn forward(
 
     headers::to_upstream(&mut parts.headers, &conn.forwarded_for, conn.scheme);
     let upstream_trace = tracer.map(|tracer| {
-        telemetry::trace::upstream_span(
+        spans::upstream_span(
             tracer,
             &opentelemetry::Context::current(),
             parts.method.as_str(),
@@ -337,8 +337,8 @@ async fn forward(
     let sent = route.upstream.send(upstream_request).await;
     if let Some(cx) = &upstream_trace {
         match &sent {
-            Ok((response, _)) => telemetry::trace::end_with_status(cx, response.status().as_u16()),
-            Err(e) => telemetry::trace::end_failed(cx, e.reason()),
+            Ok((response, _)) => spans::end_with_status(cx, response.status().as_u16()),
+            Err(e) => spans::end_failed(cx, e.reason()),
         }
     }
     let (response, lease) = match sent {

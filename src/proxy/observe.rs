@@ -10,7 +10,7 @@
 use super::body::{BoxError, ResponseBody};
 use super::request_metrics::HttpMethod;
 use crate::mcp::jsonrpc::Envelope;
-use crate::telemetry::trace as otel;
+use crate::spans as otel;
 use bytes::Bytes;
 use http_body::{Body, Frame};
 use opentelemetry::trace::TraceContextExt;

@@ -1,4 +1,4 @@
-//! OpenTelemetry export: a span per client request ([`trace`]) and, with `audit.sink: otlp`,
+//! OpenTelemetry export: a span per client request ([`crate::spans`]) and, with `audit.sink: otlp`,
 //! audit events as OTLP log records, both sent by the official OTLP/HTTP (protobuf) exporter
 //! through batch processors on their own threads.
 //!
@@ -9,7 +9,6 @@
 //! No provider is installed globally: several gateways can run in one process (tests).
 
 pub mod http;
-pub mod trace;
 
 use crate::settings::TelemetrySettings;
 use opentelemetry::logs::{AnyValue, LogRecord as _, Logger as _, LoggerProvider as _, Severity};
