@@ -355,9 +355,7 @@ async fn the_log_level_changes_live() {
 /// info line (silent at `warn`) appears on stderr; a `listen` change is warned about.
 #[test]
 fn the_binary_applies_a_new_log_level_and_warns_about_listen() {
-    use common::redis::{binary, free_port};
-    use std::io::{BufRead, BufReader};
-    use std::process::{Command, Stdio};
+    use common::redis::free_port;
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("elicitgate.yaml");
     let (port, admin) = (free_port(), free_port());
@@ -369,26 +367,7 @@ fn the_binary_applies_a_new_log_level_and_warns_about_listen() {
         )
     };
     std::fs::write(&path, yaml("warn", port)).unwrap();
-    let mut child = Command::new(binary())
-        .args(["serve", "--config"])
-        .arg(&path)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let ready = (0..200).any(|_| {
-        std::thread::sleep(Duration::from_millis(25));
-        std::net::TcpStream::connect(("127.0.0.1", admin)).is_ok()
-    });
-    assert!(ready, "never listened");
+    let (mut child, rx) = serve_with_stderr(&path, admin);
     write_atomically(&path, &yaml("info", port + 1));
     let mut seen = Vec::new();
     let deadline = std::time::Instant::now() + Duration::from_secs(15);

@@ -368,9 +368,9 @@ async fn an_unreachable_collector_is_counted_and_never_blocks_the_proxy() {
 /// methods, status, duration, upstream and bytes — and nothing of the body or credentials.
 #[test]
 fn the_access_log_has_one_line_per_request_without_bodies_or_credentials() {
-    use common::redis::{binary, free_port};
-    use std::io::{BufRead, BufReader, Read, Write};
-    use std::process::{Command, Stdio};
+    use common::redis::free_port;
+    use std::io::{Read, Write};
+    use std::process::Command;
     let upstream = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let upstream_port = upstream.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -398,26 +398,7 @@ fn the_access_log_has_one_line_per_request_without_bodies_or_credentials() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(binary())
-        .args(["serve", "--config"])
-        .arg(&path)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let up = (0..200).any(|_| {
-        std::thread::sleep(Duration::from_millis(25));
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-    });
-    assert!(up);
+    let (mut child, rx) = serve_with_stderr(&path, port);
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"q":"s3cr3t-body"}}}"#;
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     write!(

@@ -82,26 +82,12 @@ pub async fn handle(
     let Some((route, rest)) = gateway.route(path) else {
         let response = respond::error(&GatewayError::NoRoute, None);
         record_unmatched(&gateway, http_method, &response, started);
-        let traced = gateway
-            .telemetry
-            .as_ref()
-            .is_some_and(|t| t.tracer().is_some());
-        let mut trail = Trail::new(started, traced);
-        if traced {
-            trail.parent = Some(spans::from_headers(request.headers()));
-        }
+        let mut trail = trail_for(&gateway, started, request.headers());
         return observed(&gateway, None, http_method, &conn, &mut trail, response);
     };
     // Where the route's rest of the path starts (the request moves on; no copy of the path).
     let rest_start = path.len() - rest.len();
-    let traced = gateway
-        .telemetry
-        .as_ref()
-        .is_some_and(|t| t.tracer().is_some());
-    let mut trail = Trail::new(started, traced);
-    if traced {
-        trail.parent = Some(spans::from_headers(request.headers()));
-    }
+    let mut trail = trail_for(&gateway, started, request.headers());
     let response = match exchange(&gateway, &route, rest_start, &conn, request, &mut trail).await {
         Ok(response) => response,
         Err(error) => {
@@ -130,6 +116,19 @@ pub async fn handle(
         &mut trail,
         response,
     )
+}
+
+/// The request's trail; a traced one remembers the context its headers carry.
+fn trail_for(gateway: &Gateway, started: Instant, headers: &http::HeaderMap) -> Trail {
+    let traced = gateway
+        .telemetry
+        .as_ref()
+        .is_some_and(|t| t.tracer().is_some());
+    let mut trail = Trail::new(started, traced);
+    if traced {
+        trail.parent = Some(spans::from_headers(headers));
+    }
+    trail
 }
 
 /// Step 7's access line and span end, attached to the response body (nothing when neither

@@ -412,3 +412,34 @@ pub fn https_client(
     hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build(connector)
 }
+
+/// Runs the real binary's `serve` with `config`, `RUST_LOG` unset, stderr read line by line
+/// into the returned channel; waits (bounded) until `port` accepts connections.
+pub fn serve_with_stderr(
+    config: &Path,
+    port: u16,
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_elicitgate"))
+        .args(["serve", "--config"])
+        .arg(config)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let up = (0..200).any(|_| {
+        std::thread::sleep(Duration::from_millis(25));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    });
+    assert!(up, "elicitgate serve never listened on {port}");
+    (child, rx)
+}
