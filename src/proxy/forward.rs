@@ -214,32 +214,17 @@ async fn exchange(
     if parts.method == Method::POST {
         trail.envelope = Envelope::peek(&body);
     }
-    let Some(tracer) = gateway.telemetry.as_ref().and_then(|t| t.tracer()) else {
-        return forward(
-            gateway,
-            route,
-            rest_start,
-            conn,
-            parts,
-            body,
-            &trail.envelope,
-            None,
-        )
-        .await;
-    };
-    use opentelemetry::context::FutureExt as _;
-    let parent = spans::from_meta(&body)
-        .or_else(|| trail.parent.take())
-        .unwrap_or_default();
-    let cx = server_span(
-        tracer,
-        &parent,
-        Some(route),
-        HttpMethod::of(&parts.method),
-        trail,
-    );
-    trail.trace = Some(cx.clone());
-    forward(
+    let tracer = gateway.telemetry.as_ref().and_then(|t| t.tracer());
+    let cx = tracer.map(|tracer| {
+        let parent = spans::from_meta(&body)
+            .or_else(|| trail.parent.take())
+            .unwrap_or_default();
+        let method = HttpMethod::of(&parts.method);
+        let cx = server_span(tracer, &parent, Some(route), method, trail);
+        trail.trace = Some(cx.clone());
+        cx
+    });
+    let rest = forward(
         gateway,
         route,
         rest_start,
@@ -247,10 +232,12 @@ async fn exchange(
         parts,
         body,
         &trail.envelope,
-        Some(tracer),
-    )
-    .with_context(cx)
-    .await
+        tracer,
+    );
+    match cx {
+        Some(cx) => opentelemetry::context::FutureExt::with_context(rest, cx).await,
+        None => rest.await,
+    }
 }
 
 /// Steps 4–6: enforcement, the upstream exchange (its own client span when traced), relay.
