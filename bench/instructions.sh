@@ -3,8 +3,11 @@
 # where CPU time is noisy, so small changes to the request path can be compared. Loopback only;
 # every process it starts is stopped at the end.
 #
-#   bench/instructions.sh [elicitgate|elicitgate-redis|floor-pooled|floor-per-core] [seconds]
+#   bench/instructions.sh [elicitgate|elicitgate-redis|nginx|floor-pooled|floor-per-core] [seconds]
 #
+# nginx is Debian's nginx configured as bench/harness.py configures it (proxy_pass, upstream
+# keep-alive, buffering off, X-Forwarded-* set, access log off), with one worker and no master
+# process so that callgrind sees the one process that does the work.
 # elicitgate-redis is elicitgate with `state.backend: redis` on a redis-server this script
 # starts (ordinary traffic must cost the same as on the embedded state).
 # BENCH_SCENARIO (small | mix, see bench/wrk_mcp.lua) picks the load; CARGO_TARGET_DIR picks
@@ -46,7 +49,48 @@ routes: [ { name: bench, path: /mcp, upstream: "http://127.0.0.1:$up/mcp" } ]
 policies: { default: { rate: { max_per_minute: 1000000000 } } }
 $state
 EOT
+nginx_conf() {
+  mkdir -p "$out/tmp"
+  cat >"$out/nginx.conf" <<EOT
+worker_processes 1;
+master_process off;
+daemon off;
+pid $out/nginx.pid;
+error_log $out/nginx-error.log warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path $out/tmp/body;
+    proxy_temp_path $out/tmp/proxy;
+    fastcgi_temp_path $out/tmp/fastcgi;
+    uwsgi_temp_path $out/tmp/uwsgi;
+    scgi_temp_path $out/tmp/scgi;
+    client_max_body_size 8m;
+    client_body_buffer_size 1m;
+    keepalive_requests 1000000;
+    keepalive_timeout 300s;
+    upstream mcp {
+        server 127.0.0.1:$up;
+        keepalive 256;
+        keepalive_requests 1000000;
+        keepalive_timeout 90s;
+    }
+    server {
+        listen 127.0.0.1:$gw backlog=4096;
+        location / {
+            proxy_pass http://mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header X-Forwarded-For \$proxy_add_x_forwarded_for;
+            proxy_set_header X-Forwarded-Proto \$scheme;
+            proxy_buffering off;
+        }
+    }
+}
+EOT
+}
 case $target in
+  nginx) nginx_conf; cmd=("$(command -v nginx || echo /usr/sbin/nginx)" -p "$out" -c "$out/nginx.conf" -e "$out/nginx-error.log") ;;
   elicitgate|elicitgate-redis) cmd=("$bin/elicitgate" serve --config "$out/elicitgate.yaml") ;;
   floor-pooled) cmd=("$bin/examples/hyper_floor" pooled "127.0.0.1:$gw" "127.0.0.1:$up") ;;
   floor-per-core) cmd=("$bin/examples/hyper_floor" per-core "127.0.0.1:$gw" "127.0.0.1:$up") ;;

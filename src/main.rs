@@ -9,6 +9,9 @@ use tracing_subscriber::EnvFilter;
 
 /// jemalloc: per-thread caches suit thread-per-core workers, and large bodies are reused
 /// rather than mapped per request. Against glibc malloc and mimalloc in BENCHMARKS.md.
+/// The `system-allocator` feature leaves the system's malloc in place so that heap profilers
+/// that intercept malloc (heaptrack, massif) see every allocation.
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

@@ -8,7 +8,7 @@
 //! counted as failed. Together with `limits.max_elicitations_per_response` this keeps a
 //! hostile server from making the gateway open thousands of sockets.
 
-use super::upstream::{self, Upstream};
+use super::upstream::Upstream;
 use crate::enforce::judge::AnswerServer;
 use crate::enforce::record::Recorder;
 use crate::enforce::Exchange;
@@ -94,11 +94,10 @@ impl AnswerServer for HttpAnswer {
             };
             *request.headers_mut() = headers;
             let ok = match upstream.send(request).await {
-                Ok((response, lease)) => {
+                Ok(response) => {
                     let status = response.status();
-                    if response.into_body().collect().await.is_ok() {
-                        upstream::release(lease);
-                    }
+                    // Read to its end, the body gives the connection back.
+                    let _ = response.into_body().collect().await;
                     status.is_success()
                 }
                 Err(e) => {

@@ -11,13 +11,12 @@
 //! bytes. At the end of an SSE stream the unfinished tail goes to the judge too (a client may
 //! dispatch it).
 
-use super::upstream::Lease;
+use super::upstream::UpstreamBody;
 use crate::enforce::judge::{Judging, Step, StreamJudge};
 use crate::mcp::decode::Decoded;
 use crate::mcp::sse::SseDecoder;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
-use hyper::body::Incoming;
 use prometheus::{IntCounter, IntGauge};
 use std::future::Future;
 use std::pin::Pin;
@@ -43,9 +42,12 @@ pub enum RelayError {
 /// Where a relayed body comes from.
 pub enum Source {
     /// The upstream body as sent (identity coding).
-    Plain(Incoming),
+    Plain(UpstreamBody),
     /// The upstream body with its content codings undone.
     Decoded(Decoded),
+    /// Nothing more: the upstream body was dropped (and its connection closed) because the
+    /// judge cut the stream.
+    Gone,
 }
 
 impl Source {
@@ -61,6 +63,16 @@ impl Source {
                 .as_mut()
                 .poll_next(cx)
                 .map(|c| c.map(|r| r.map(Frame::data).map_err(RelayError::from))),
+            Source::Gone => Poll::Ready(None),
+        }
+    }
+
+    /// Whether polling this source drives its upstream connection (see
+    /// [`UpstreamBody::is_driven_here`]).
+    fn is_driven_here(&self) -> bool {
+        match self {
+            Source::Plain(body) => body.is_driven_here(),
+            Source::Decoded(_) | Source::Gone => false,
         }
     }
 
@@ -68,6 +80,7 @@ impl Source {
         match self {
             Source::Plain(body) => body.is_end_stream(),
             Source::Decoded(_) => false,
+            Source::Gone => true,
         }
     }
 
@@ -75,6 +88,7 @@ impl Source {
         match self {
             Source::Plain(body) => body.size_hint(),
             Source::Decoded(_) => SizeHint::default(),
+            Source::Gone => SizeHint::with_exact(0),
         }
     }
 }
@@ -111,10 +125,9 @@ impl ResponseBody {
 
 /// Relays an upstream body, with an idle timer and, for SSE, event framing.
 pub struct Relay {
+    /// The upstream body; its connection goes back to the idle cache when it has been read
+    /// to its end, and is closed when it is dropped before.
     inner: Source,
-    /// The upstream connection, given back to the idle cache when the body has been read to
-    /// its end (dropped, and so closed, otherwise).
-    lease: Option<Lease>,
     idle: Pin<Box<Sleep>>,
     idle_timeout: Duration,
     /// When the upstream last sent something; the idle timer is re-armed from it only when it
@@ -143,7 +156,6 @@ impl Relay {
     /// `sse` = the largest event and the judge, for an event stream.
     pub fn new(
         inner: Source,
-        lease: Option<Lease>,
         idle_timeout: Duration,
         sse: Option<(usize, StreamJudge)>,
         metrics: RelayMetrics,
@@ -158,7 +170,6 @@ impl Relay {
         }
         Self {
             inner,
-            lease,
             idle: Box::pin(tokio::time::sleep(idle_timeout)),
             idle_timeout,
             last_activity: Instant::now(),
@@ -173,13 +184,14 @@ impl Relay {
         }
     }
 
-    /// Takes what the upstream has already sent, without waiting for the upstream: one poll,
-    /// one turn for the upstream connection's task (which has usually read the first event
-    /// together with the response head, but hands body data over only once asked), one more
-    /// poll. What it got goes out first, so the response head and the first event reach the
-    /// client in one write instead of two.
+    /// Takes what the upstream has already sent, without waiting for the upstream, so that
+    /// the response head and the first event reach the client in one write instead of two.
+    /// A plain-text upstream connection is driven by this poll itself (it has usually read
+    /// the first event together with the response head); a pooled one runs in its own task,
+    /// which gets one turn before a second poll.
     pub async fn prime(&mut self) {
-        for attempt in 0..2 {
+        let turns = if self.inner.is_driven_here() { 1 } else { 2 };
+        for attempt in 0..turns {
             if attempt > 0 {
                 tokio::task::yield_now().await;
             }
@@ -238,7 +250,7 @@ impl Relay {
                                     // Nothing more of this upstream is read or judged; the
                                     // judge's end-of-stream answer goes out next.
                                     self.upstream_done = true;
-                                    self.lease = None;
+                                    self.inner = Source::Gone;
                                 }
                                 match step {
                                     Step::Ready(judged) => judged,
@@ -295,10 +307,7 @@ impl Relay {
                     }
                 }
                 Poll::Ready(Some(Err(e))) => return self.fail(e),
-                Poll::Ready(None) => {
-                    self.upstream_done = true;
-                    super::upstream::release(self.lease.take());
-                }
+                Poll::Ready(None) => self.upstream_done = true,
                 Poll::Pending => loop {
                     ready!(self.idle.as_mut().poll(cx));
                     let Some(deadline) = self.last_activity.checked_add(self.idle_timeout) else {

@@ -32,7 +32,7 @@ use super::observe::{AccessLine, Observed, Trail};
 use super::read;
 use super::request_metrics::HttpMethod;
 use super::respond;
-use super::upstream::{self, Lease};
+use super::upstream::UpstreamBody;
 use super::{Gateway, Route};
 use crate::enforce::judge::{EndpointRewrite, ServerChannel, StreamJudge};
 use crate::enforce::{Caller, ClientVerdict, Exchange, RequestFacts};
@@ -323,12 +323,12 @@ async fn forward(
     let sent = route.upstream.send(upstream_request).await;
     if let Some(cx) = &upstream_trace {
         match &sent {
-            Ok((response, _)) => spans::end_with_status(cx, response.status().as_u16()),
+            Ok(response) => spans::end_with_status(cx, response.status().as_u16()),
             Err(e) => spans::end_failed(cx, e.reason()),
         }
     }
-    let (response, lease) = match sent {
-        Ok(sent) => sent,
+    let response = match sent {
+        Ok(response) => response,
         Err(e) => {
             // An answer that never reached the server is pending again.
             enforcer.undelivered(&exchange).await;
@@ -337,16 +337,14 @@ async fn forward(
     };
     if let Some(substitute) = substitute_response {
         // The server got the gateway's error instead of the client's answer; the client
-        // learns why its answer was refused.
-        if response.into_body().collect().await.is_ok() {
-            upstream::release(lease);
-        }
+        // learns why its answer was refused. (Read to its end, the connection is kept.)
+        let _ = response.into_body().collect().await;
         return Ok(substitute);
     }
     enforcer
         .on_response_head(&exchange, response.status(), response.headers())
         .await;
-    relay_response(gateway, route, response, lease, exchange).await
+    relay_response(gateway, route, response, exchange).await
 }
 
 /// A client body is read as the server will read it: no content coding (servers that decode
@@ -392,8 +390,7 @@ async fn read_request(
 async fn relay_response(
     gateway: &Gateway,
     route: &Route,
-    response: Response<Incoming>,
-    lease: Option<Lease>,
+    response: Response<UpstreamBody>,
     exchange: Exchange,
 ) -> Result<Response<ResponseBody>, GatewayError> {
     let (mut parts, body) = response.into_parts();
@@ -430,7 +427,6 @@ async fn relay_response(
     if shape.media == Media::Json && exchange.judges_json_response() {
         let limit = limits.max_response_body.as_u64();
         let bytes = read_response(source, limit, idle, &gateway.budget).await?;
-        upstream::release(lease);
         let channel: ServerChannel =
             Arc::new(HttpAnswer(route.upstream.clone(), route.answers.clone()));
         let judged = gateway
@@ -444,7 +440,10 @@ async fn relay_response(
     let metrics = route.relay_metrics.clone();
     // A body the upstream declared empty needs no relay (and no idle timer).
     let body = if matches!(&source, Source::Plain(b) if b.is_end_stream()) {
-        upstream::release(lease);
+        // Nothing to read; polled once, the body gives its connection back.
+        if let Source::Plain(mut body) = source {
+            let _ = futures_util::FutureExt::now_or_never(body.frame());
+        }
         ResponseBody::empty()
     } else if judge_as_stream {
         let max_event = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
@@ -458,17 +457,11 @@ async fn relay_response(
             Arc::new(HttpAnswer(route.upstream.clone(), route.answers.clone())),
             endpoints,
         );
-        let mut relay = Box::new(Relay::new(
-            source,
-            lease,
-            idle,
-            Some((max_event, judge)),
-            metrics,
-        ));
+        let mut relay = Box::new(Relay::new(source, idle, Some((max_event, judge)), metrics));
         relay.prime().await;
         ResponseBody::Relay(relay)
     } else {
-        ResponseBody::Relay(Box::new(Relay::new(source, lease, idle, None, metrics)))
+        ResponseBody::Relay(Box::new(Relay::new(source, idle, None, metrics)))
     };
     Ok(Response::from_parts(parts, body))
 }
@@ -491,6 +484,7 @@ async fn read_response(
         Source::Plain(body) => read::whole(body, &bounds)
             .await
             .map_err(|e| e.map_body(drop)),
+        Source::Gone => Ok((Bytes::new(), None)),
         Source::Decoded(stream) => {
             use futures_util::TryStreamExt;
             let body = http_body_util::StreamBody::new(stream.map_ok(http_body::Frame::data));

@@ -7,6 +7,7 @@
 pub mod answer;
 pub mod body;
 pub mod drain;
+mod driven;
 pub mod forward;
 pub mod headers;
 pub mod idle;

@@ -148,17 +148,26 @@ pub async fn serve(
                 None => {
                     serve_connection(stream, Protocol::Plain(plain), gateway, conn, drain).await
                 }
+                // Boxed: the TLS connection's state (rustls, HTTP/2) is several times the
+                // size of a plain one's, and the task of every plain connection would
+                // otherwise be as large as a TLS one's for as long as it lives.
                 Some(acceptor) => {
-                    match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await {
-                        Ok(Ok(stream)) => {
-                            let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-                            let builder = if h2 { http2 } else { http1 };
-                            let protocol = Protocol::Negotiated(builder);
-                            serve_connection(stream, protocol, gateway, conn, drain).await
+                    Box::pin(async move {
+                        match tokio::time::timeout(handshake_timeout, acceptor.accept(stream)).await
+                        {
+                            Ok(Ok(stream)) => {
+                                let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+                                let builder = if h2 { http2 } else { http1 };
+                                let protocol = Protocol::Negotiated(builder);
+                                serve_connection(stream, protocol, gateway, conn, drain).await
+                            }
+                            Ok(Err(e)) => {
+                                tracing::debug!(%peer, error = %e, "TLS handshake failed.")
+                            }
+                            Err(_) => tracing::debug!(%peer, "TLS handshake timed out."),
                         }
-                        Ok(Err(e)) => tracing::debug!(%peer, error = %e, "TLS handshake failed."),
-                        Err(_) => tracing::debug!(%peer, "TLS handshake timed out."),
-                    }
+                    })
+                    .await
                 }
             }
         });
@@ -199,7 +208,10 @@ async fn serve_connection<I>(
             let (gateway, conn) = (gateway.clone(), conn.clone());
             let active = activity.begin();
             async move {
-                let response = forward::handle(gateway, conn, request).await;
+                // Boxed: the pipeline's state is kilobytes and is needed only until the
+                // response head; hyper keeps the slot of a service future for the whole
+                // connection, so an open stream would keep paying for it.
+                let response = Box::pin(forward::handle(gateway, conn, request)).await;
                 Ok::<_, Infallible>(response.map(|body| Tracked::new(body, active)))
             }
         })

@@ -4,32 +4,37 @@
 //! Two kinds of connection reuse:
 //! - a **plain-text** (`http://`) upstream gets a keep-alive cache of HTTP/1.1 connections
 //!   owned by one worker (the gateway builds one [`Upstream`] per worker thread, as nginx
-//!   workers keep their own upstream connections): a request takes an idle connection, or
-//!   opens one, and gives it back through its [`Lease`] when its response has been read to
-//!   the end. No shared pool, no connection task of another thread in between;
+//!   workers keep their own upstream connections). A connection's I/O is driven by the
+//!   request that uses it, inside that request's own task ([`super::driven`]): sending waits
+//!   for the head while polling the connection, and the response body ([`UpstreamBody`])
+//!   polls it when it reads. The body gives the connection back to the idle cache when it
+//!   has been read to its end;
 //! - an **`https`** upstream goes through hyper-util's pooled client (rustls, HTTP/2 or
-//!   HTTP/1.1 by ALPN).
+//!   HTTP/1.1 by ALPN), whose connections run in their own tasks.
 //!
 //! Owns turning an upstream failure into a [`GatewayError`] that says which stage failed. A
 //! response body dropped before its end never goes back to the cache, so a client that goes
 //! away closes the upstream connection and cancels the upstream's work.
 
+use super::driven::Conn;
 use crate::error::GatewayError;
 use crate::tls;
 use bytes::Bytes;
 use http::header::{HeaderValue, HOST};
 use http::uri::PathAndQuery;
 use http::{Request, Response, Uri};
+use http_body::{Body, Frame, SizeHint};
 use http_body_util::Full;
 use hyper::body::Incoming;
-use hyper::client::conn::http1::SendRequest;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use std::collections::VecDeque;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 use tower_service::Service;
 
@@ -72,14 +77,14 @@ struct Plain {
 }
 
 struct Idle {
-    sender: SendRequest<Full<Bytes>>,
+    conn: Conn,
     since: Instant,
 }
 
-/// An upstream connection in use by one request; [`Lease::release`] gives it back once the
-/// response has been read to its end.
-pub struct Lease {
-    sender: SendRequest<Full<Bytes>>,
+/// An upstream connection in use by one request, carried by its response body
+/// ([`UpstreamBody`]), which gives it back once the response has been read to its end.
+struct Lease {
+    conn: Conn,
     upstream: Upstream,
     /// False once the connection sent a body over [`MAX_KEPT_BODY`].
     keep: bool,
@@ -88,11 +93,14 @@ pub struct Lease {
 impl Lease {
     /// Returns the connection to the idle cache (it is closed instead when it cannot take
     /// another request).
-    pub fn release(self) {
+    fn release(mut self) {
         let Kind::Plain(plain) = &self.upstream.inner.kind else {
             return;
         };
-        if !self.keep || self.sender.is_closed() {
+        // An idle connection wakes nobody; hyper finishes the exchange when the connection
+        // is next used (or checked by the housekeeping tick).
+        self.conn.io.forget_task();
+        if !self.keep || !self.conn.is_open() {
             return;
         }
         let now = Instant::now();
@@ -102,23 +110,79 @@ impl Lease {
         }
         if idle.len() < MAX_IDLE {
             idle.push_back(Idle {
-                sender: self.sender,
+                conn: self.conn,
                 since: now,
             });
         }
     }
 }
 
-/// [`Lease::release`] for a request that may not have had a lease.
-pub fn release(lease: Option<Lease>) {
-    if let Some(lease) = lease {
-        lease.release();
+impl Idle {
+    fn is_stale(&self, now: Instant) -> bool {
+        !self.conn.is_open() || now.duration_since(self.since) >= IDLE_TIMEOUT
+    }
+
+    /// Notices an upstream that closed the connection meanwhile (one poll, nobody woken): the
+    /// housekeeping tick's check.
+    fn check(&mut self) {
+        self.conn.io.settle();
     }
 }
 
-impl Idle {
-    fn is_stale(&self, now: Instant) -> bool {
-        self.sender.is_closed() || now.duration_since(self.since) >= IDLE_TIMEOUT
+/// An upstream response body. On a plain-text connection it drives the connection's I/O
+/// before each read (see the module header) and gives the connection back to the idle cache
+/// once it has been read to its end; dropped earlier, it closes the connection.
+pub struct UpstreamBody {
+    body: Incoming,
+    lease: Option<Lease>,
+}
+
+impl UpstreamBody {
+    /// Whether reading this body drives its connection's I/O (a plain-text upstream), rather
+    /// than a connection task of its own (a pooled one) doing so.
+    pub fn is_driven_here(&self) -> bool {
+        self.lease.is_some()
+    }
+
+    fn end(&mut self) {
+        if let Some(lease) = self.lease.take() {
+            lease.release();
+        }
+    }
+}
+
+impl Body for UpstreamBody {
+    type Data = Bytes;
+    type Error = hyper::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+        let this = self.get_mut();
+        let Some(lease) = &mut this.lease else {
+            return Pin::new(&mut this.body).poll_frame(cx);
+        };
+        let body = &mut this.body;
+        let polled = lease
+            .conn
+            .io
+            .poll_with(cx, |own| Pin::new(&mut *body).poll_frame(own));
+        match &polled {
+            Poll::Ready(None) => this.end(),
+            Poll::Ready(Some(Ok(_))) if this.body.is_end_stream() => this.end(),
+            Poll::Ready(Some(Err(_))) => this.lease = None,
+            _ => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.body.size_hint()
     }
 }
 
@@ -169,22 +233,28 @@ impl Upstream {
         })
     }
 
-    /// Sends `request` (absolute URI) and waits for the response head. The lease, when there
-    /// is one, must be released after the response body has been read to its end.
+    /// Sends `request` (absolute URI) and waits for the response head. A plain-text
+    /// connection goes back to the idle cache when the body has been read to its end.
     pub async fn send(
         &self,
         request: Request<Full<Bytes>>,
-    ) -> Result<(Response<Incoming>, Option<Lease>), GatewayError> {
+    ) -> Result<Response<UpstreamBody>, GatewayError> {
         let sent = async {
             match &self.inner.kind {
-                Kind::Plain(plain) => self
-                    .send_plain(plain, request)
-                    .await
-                    .map(|(response, lease)| (response, Some(lease))),
+                Kind::Plain(plain) => {
+                    self.send_plain(plain, request)
+                        .await
+                        .map(|(response, lease)| {
+                            response.map(|body| UpstreamBody {
+                                body,
+                                lease: Some(lease),
+                            })
+                        })
+                }
                 Kind::Pooled(client) => client
                     .request(request)
                     .await
-                    .map(|response| (response, None))
+                    .map(|response| response.map(|body| UpstreamBody { body, lease: None }))
                     .map_err(|e| classify(e.is_connect(), e.into())),
             }
         };
@@ -216,20 +286,23 @@ impl Upstream {
         }
         let mut request = Request::from_parts(parts, body);
         loop {
-            let (mut sender, reused) = match plain.take_idle() {
-                Some(sender) => (sender, true),
+            let (mut conn, reused) = match plain.take_idle() {
+                Some(conn) => (conn, true),
                 None => (plain.connect().await?, false),
             };
-            if let Err(e) = sender.ready().await {
+            if let Err(e) =
+                std::future::poll_fn(|cx| conn.io.poll_with(cx, |own| conn.sender.poll_ready(own)))
+                    .await
+            {
                 if reused {
                     continue;
                 }
                 return Err(classify(false, e.into()));
             }
-            match sender.try_send_request(request).await {
+            match conn.io.run(conn.sender.try_send_request(request)).await {
                 Ok(response) => {
                     let lease = Lease {
-                        sender,
+                        conn,
                         upstream: self.clone(),
                         keep,
                     };
@@ -251,26 +324,32 @@ impl Upstream {
         if let Kind::Plain(plain) = &self.inner.kind {
             let now = Instant::now();
             let mut idle = plain.idle.lock().unwrap_or_else(PoisonError::into_inner);
-            idle.retain(|c| !c.is_stale(now));
+            idle.retain_mut(|c| {
+                c.check();
+                !c.is_stale(now)
+            });
         }
     }
 }
 
 impl Plain {
     /// The most recently used idle connection that is still open.
-    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+    fn take_idle(&self) -> Option<Conn> {
         let now = Instant::now();
         let mut idle = self.idle.lock().unwrap_or_else(PoisonError::into_inner);
+        // A connection the upstream closed since the last check is noticed when the request
+        // is handed to it, before anything is written (hyper returns the request, and
+        // `send_plain` takes another connection).
         while let Some(conn) = idle.pop_back() {
             if !conn.is_stale(now) {
-                return Some(conn.sender);
+                return Some(conn.conn);
             }
         }
         None
     }
 
-    /// Opens a connection; its I/O runs in a task of the calling worker.
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, GatewayError> {
+    /// Opens a connection; its I/O is driven by the requests that use it.
+    async fn connect(&self) -> Result<Conn, GatewayError> {
         let io = self
             .connector
             .clone()
@@ -282,12 +361,7 @@ impl Plain {
             .handshake(io)
             .await
             .map_err(|e| classify(true, e.into()))?;
-        tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::debug!(error = %e, "Upstream connection ended with an error.");
-            }
-        });
-        Ok(sender)
+        Ok(Conn::new(sender, Box::pin(connection)))
     }
 }
 
