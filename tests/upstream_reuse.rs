@@ -115,3 +115,61 @@ async fn several_workers_serve_one_port() {
     assert!(upstream.connection_count() <= 40);
     gw.shutdown().await;
 }
+
+/// The upstream connection is driven by the request reading it (no connection task): a
+/// response far larger than the socket buffers, read slowly by the client, arrives whole
+/// (every stall of the client and of the upstream is woken up again), and the connection is
+/// then reused.
+#[tokio::test]
+async fn a_large_response_read_slowly_arrives_whole_and_its_connection_is_reused() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const SIZE: usize = 4 << 20;
+    let upstream = MockUpstream::start(|seen| {
+        if seen.body.windows(5).any(|w| w == b"large") {
+            let body: Vec<u8> = (0..SIZE).map(|i| b'a' + (i % 26) as u8).collect();
+            full(StatusCode::OK, "application/octet-stream", body)
+        } else {
+            full(StatusCode::OK, "application/json", RESULT)
+        }
+    })
+    .await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "workers: 1")).await;
+    let call = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"large"}}"#;
+    let mut client = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let request = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {}\r\n\r\n{call}",
+        gw.addr,
+        call.len()
+    );
+    client.write_all(request.as_bytes()).await.unwrap();
+    let mut received = Vec::with_capacity(SIZE + 1024);
+    let mut chunk = vec![0u8; 64 * 1024];
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let body_start = loop {
+        let n = tokio::time::timeout_at(deadline, client.read(&mut chunk))
+            .await
+            .expect("response stalled")
+            .unwrap();
+        assert!(n > 0, "connection closed early");
+        received.extend_from_slice(&chunk[..n]);
+        // Slow reader: the gateway's writes to the client and its reads from the upstream
+        // both stall many times over.
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        if let Some(end) = received.windows(4).position(|w| w == b"\r\n\r\n") {
+            if received.len() >= end + 4 + SIZE {
+                break end + 4;
+            }
+        }
+    };
+    let body = &received[body_start..];
+    assert_eq!(body.len(), SIZE);
+    assert!(body
+        .iter()
+        .enumerate()
+        .all(|(i, b)| *b == b'a' + (i % 26) as u8));
+    // The connection went back to the cache once the body was read to its end.
+    let (status, _, _) = send(rpc_post(&format!("http://{}/mcp", gw.addr), CALL)).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(upstream.connection_count(), 1);
+    gw.shutdown().await;
+}

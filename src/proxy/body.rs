@@ -147,6 +147,11 @@ pub struct Relay {
     metrics: RelayMetrics,
     /// What [`Relay::prime`] already took from the upstream, handed out first.
     ahead: Option<Option<Result<Frame<Bytes>, BoxError>>>,
+    /// The last poll handed out data, which may still sit in the client connection's write
+    /// buffer.
+    handed_out: bool,
+    /// An error held back for one turn (see [`Relay::poll_relay`]).
+    held_error: Option<BoxError>,
 }
 
 /// What [`Relay::poll_relay`] hands out.
@@ -181,6 +186,8 @@ impl Relay {
             counted_open,
             metrics,
             ahead: None,
+            handed_out: false,
+            held_error: None,
         }
     }
 
@@ -216,7 +223,30 @@ impl Relay {
         Poll::Ready(Some(Err(Box::new(error))))
     }
 
+    /// The next frame for the client. An error right after data is held back for one turn
+    /// of the task: hyper drops what it has not written yet when a body fails, and the
+    /// upstream connection, driven in this task, often delivers its last data and its reset
+    /// together; the client gets what was judged before the stream is cut.
     fn poll_relay(&mut self, cx: &mut Context<'_>) -> Polled {
+        if let Some(error) = self.held_error.take() {
+            return Poll::Ready(Some(Err(error)));
+        }
+        let polled = self.poll_next_frame(cx);
+        match polled {
+            Poll::Ready(Some(Err(error))) if self.handed_out => {
+                self.handed_out = false;
+                self.held_error = Some(error);
+                cx.waker().wake_by_ref();
+                Poll::Pending
+            }
+            polled => {
+                self.handed_out = matches!(polled, Poll::Ready(Some(Ok(_))));
+                polled
+            }
+        }
+    }
+
+    fn poll_next_frame(&mut self, cx: &mut Context<'_>) -> Polled {
         if let Some(ahead) = self.ahead.take() {
             return Poll::Ready(ahead);
         }
@@ -356,6 +386,8 @@ impl Body for ResponseBody {
     fn is_end_stream(&self) -> bool {
         match self {
             ResponseBody::Full(data) => data.is_none(),
+            // The stream is being cut: its end is the error, not a clean end.
+            ResponseBody::Relay(relay) if relay.held_error.is_some() => false,
             ResponseBody::Relay(relay) => match (&relay.ahead, &relay.sse) {
                 (Some(ahead), _) => ahead.is_none(),
                 // A judged stream may still owe the client its end (a judgment in flight, the

@@ -409,6 +409,10 @@ async fn relay_response(
     // type, so a GET body of another type is judged as one too (a well-formed JSON or HTML
     // body carries no `data:` field and passes as it came).
     let judge_as_stream = event_stream || (exchange.is_get() && parts.status.is_success());
+    if judge_as_stream {
+        // The judge may drop or replace events: the upstream's length no longer holds.
+        parts.headers.remove(header::CONTENT_LENGTH);
+    }
     let limits = &gateway.settings.limits;
     let idle = gateway.settings.timeouts.stream_idle;
     let source = if shape.is_identity() {

@@ -11,7 +11,9 @@
 use bytes::Bytes;
 use http_body::Body;
 use http_body_util::BodyExt;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
@@ -159,20 +161,31 @@ where
     }
     let declared = hint.exact().and_then(|len| usize::try_from(len).ok());
     let limit = usize::try_from(bounds.limit).unwrap_or(usize::MAX);
-    let deadline = Instant::now() + bounds.total;
+    // The bounds count from the first wait: a frame that is already there is taken without
+    // reading the clock or arming a timer (a small message usually is, whole).
+    let mut deadline: Option<Instant> = None;
     let mut held = None;
     let mut total = 0usize;
     let mut single: Option<Bytes> = None;
     let mut joined: Option<bytes::BytesMut> = None;
     loop {
-        let wait = bounds
-            .idle
-            .min(deadline.saturating_duration_since(Instant::now()));
-        let frame = match tokio::time::timeout(wait, body.frame()).await {
-            Ok(Some(frame)) => frame,
-            Ok(None) => break,
-            Err(_) if Instant::now() >= deadline => return Err(ReadError::Total),
-            Err(_) => return Err(ReadError::Idle),
+        let at_hand =
+            std::future::poll_fn(|cx| Poll::Ready(Pin::new(&mut body).poll_frame(cx))).await;
+        let frame = match at_hand {
+            Poll::Ready(frame) => frame,
+            Poll::Pending => {
+                let now = Instant::now();
+                let deadline = *deadline.get_or_insert(now + bounds.total);
+                let wait = bounds.idle.min(deadline.saturating_duration_since(now));
+                match tokio::time::timeout(wait, body.frame()).await {
+                    Ok(frame) => frame,
+                    Err(_) if Instant::now() >= deadline => return Err(ReadError::Total),
+                    Err(_) => return Err(ReadError::Idle),
+                }
+            }
+        };
+        let Some(frame) = frame else {
+            break;
         };
         let Ok(data) = frame.map_err(ReadError::Body)?.into_data() else {
             continue; // trailers
