@@ -1,7 +1,9 @@
 -- wrk script for bench/harness.py: MCP tools/call POSTs, and one machine-readable line at the end.
 --
 -- Environment:
---   BENCH_SCENARIO  small | large | mix   (mix: elicit_legacy, small, elicit_2026, small, ...)
+--   BENCH_SCENARIO  small | small2026 | large | mix
+--                   (small2026: the small call on the 2026-07-28 stateless path, whose JSON
+--                   result the gateway judges; mix: elicit_legacy, small, elicit_2026, small, ...)
 --   BENCH_SESSION   Mcp-Session-Id of a legacy session that declared form elicitation
 --   BENCH_DELAY_MS  if > 0, each connection waits this long before each request, which turns
 --                   wrk into a paced (fixed-rate) load: rate ~= connections * 1000 / delay.
@@ -52,6 +54,10 @@ function init(args)
       requests[#requests + 1] = wrk.format("POST", path, legacy_headers(), call(i + 1, "small"))
       requests[#requests + 1] = wrk.format("POST", path, modern_headers(), call_2026(i + 2, "elicit_2026"))
       requests[#requests + 1] = wrk.format("POST", path, legacy_headers(), call(i + 3, "small"))
+    end
+  elseif scenario == "small2026" then
+    for i = 1, 16 do
+      requests[#requests + 1] = wrk.format("POST", path, modern_headers(), call_2026(i, "small"))
     end
   else
     for i = 1, 16 do
