@@ -75,7 +75,8 @@ impl Enforcer {
             session: ex.session.clone().unwrap_or_else(|| Arc::from("")),
             id: canonical_id(id),
         };
-        let looks_like_answer = message.pointer("/result/action").is_some();
+        let looks_like_answer =
+            crate::mcp::message::member(message, &["result", "action"]).is_some();
         let taken = self
             .store
             .take_pending(&key, Take::Answer, policy.pending_ttl())

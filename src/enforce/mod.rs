@@ -557,9 +557,11 @@ impl Enforcer {
             }
         };
         let policy = self.policy(&ex.route_name);
-        if let Some(version) = message
-            .pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
-            .and_then(Value::as_str)
+        if let Some(version) = message::member(
+            &message,
+            &["params", "_meta", "io.modelcontextprotocol/protocolVersion"],
+        )
+        .and_then(Value::as_str)
         {
             if Era::from_protocol_version(version) == Some(Era::Stateless2026) {
                 ex.era = Era::Stateless2026;
@@ -657,7 +659,9 @@ fn batch_carries_answers(body: &[u8]) -> bool {
         return true;
     }
     match serde_json::from_slice::<Vec<Value>>(body) {
-        Ok(items) => items.iter().any(|m| m.pointer("/result/action").is_some()),
+        Ok(items) => items
+            .iter()
+            .any(|m| message::member(m, &["result", "action"]).is_some()),
         // Not a batch a client could mean: left to the server to refuse.
         Err(_) => false,
     }

@@ -184,9 +184,8 @@ impl Enforcer {
                 }
             }
             Shape::Error => {
-                let code = message
-                    .pointer("/error/code")
-                    .and_then(jsonrpc::numeric_code);
+                let code =
+                    message::member(&message, &["error", "code"]).and_then(jsonrpc::numeric_code);
                 if code == Some(codes::URL_ELICITATION_REQUIRED) {
                     self.judge_url_required(ex, message).await
                 } else {
@@ -357,8 +356,7 @@ impl Enforcer {
         let key = UrlKey {
             route: ex.route_name.clone(),
             scope: ex.scope(),
-            elicitation_id: message
-                .pointer("/params/elicitationId")
+            elicitation_id: message::member(message, &["params", "elicitationId"])
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
@@ -529,7 +527,7 @@ pub(super) fn spawn(work: impl std::future::Future<Output = ()> + Send + 'static
 /// itself or on its `task`, or says it is `input_required`.
 fn carries_input_requests(value: &Value) -> bool {
     value.get("inputRequests").is_some()
-        || value.pointer("/task/inputRequests").is_some()
+        || message::member(value, &["task", "inputRequests"]).is_some()
         || value.get("resultType").and_then(Value::as_str) == Some("input_required")
 }
 

@@ -45,6 +45,13 @@ impl Unreadable {
     }
 }
 
+/// The member at `path` (object keys, outermost first) of a parsed message. What
+/// `Value::pointer` does for a constant path, without parsing the pointer and allocating each
+/// unescaped token on every call.
+pub fn member<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
+}
+
 /// The tool a `tools/call` request names (`params.name`), read without building the message
 /// (for per-tool policy on the path that forwards requests unparsed). `None` when the text
 /// does not hold exactly one string `params.name` (a member given twice is an error here).
@@ -117,6 +124,24 @@ fn has_nonfinite(text: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn member_reads_what_a_json_pointer_reads() {
+        let m: Value = serde_json::from_str(
+            r#"{"params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"a":[1]}}"#,
+        )
+        .unwrap();
+        let path = ["params", "_meta", "io.modelcontextprotocol/protocolVersion"];
+        assert_eq!(
+            member(&m, &path),
+            m.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
+        );
+        assert_eq!(member(&m, &path).and_then(Value::as_str), Some("2026-07-28"));
+        assert_eq!(member(&m, &["params", "missing"]), None);
+        // Keys only: an array on the way is not indexed.
+        assert_eq!(member(&m, &["params", "a", "0"]), None);
+        assert_eq!(member(&m, &[]), Some(&m));
+    }
 
     #[test]
     fn what_a_client_reads_and_serde_does_not_is_a_named_refusal() {
