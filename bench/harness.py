@@ -690,7 +690,7 @@ def report(res, args):
             L.append(f"| {t} | {r['bytes'] / (1 << 20):.0f} MiB | {r['mib_per_s']} | {mib(r['rss_start_kib'])} | "
                      f"{mib(r['rss_mid_kib'])} | {mib(r['rss_end_kib'])} | {mib(r['rss_max_kib'])} |")
     L.append("")
-    L.append("Targets (SPEC §7 / issue 7):")
+    L.append("Targets (SPEC §7, issue 18):")
     L.append("")
     for line in verdicts(res):
         L.append(f"- {line}")
