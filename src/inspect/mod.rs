@@ -29,6 +29,8 @@ pub(crate) mod schema;
 pub mod secrets;
 pub(crate) mod urls;
 
+use std::io::Write as _;
+
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
@@ -461,69 +463,85 @@ pub const FINGERPRINT_MAX_DEPTH: usize = 32;
 /// `requestedSchema` (form, canonicalised: object keys sorted) or `url` (URL mode).
 /// SHA-256 truncated to 64 bits; independent of process, platform and key order.
 pub fn fingerprint(view: &ElicitationView<'_>) -> u64 {
-    let mut h = Sha256::new();
+    // The canonical bytes are gathered first and hashed in one call: feeding the hasher
+    // a few bytes at a time cost more than the hashing itself (its block buffer is managed
+    // per call). The bytes, and so the value, are the same either way.
+    let mut buf = Vec::with_capacity(512);
     match view.mode_field() {
-        ModeField::Known(Mode::Form) => h.update(b"form\0"),
-        ModeField::Known(Mode::Url) => h.update(b"url\0"),
+        ModeField::Known(Mode::Form) => buf.extend_from_slice(b"form\0"),
+        ModeField::Known(Mode::Url) => buf.extend_from_slice(b"url\0"),
         ModeField::Unknown => {
-            h.update(b"unknown\0");
-            canonical(view.params.get("mode").unwrap_or(&Value::Null), 0, &mut h);
+            buf.extend_from_slice(b"unknown\0");
+            canonical(view.params.get("mode").unwrap_or(&Value::Null), 0, &mut buf);
         }
     }
     canonical(
         view.params.get("message").unwrap_or(&Value::Null),
         0,
-        &mut h,
+        &mut buf,
     );
     match view.mode() {
-        Some(Mode::Url) => canonical(view.params.get("url").unwrap_or(&Value::Null), 0, &mut h),
+        Some(Mode::Url) => canonical(view.params.get("url").unwrap_or(&Value::Null), 0, &mut buf),
         _ => canonical(
             view.params.get("requestedSchema").unwrap_or(&Value::Null),
             0,
-            &mut h,
+            &mut buf,
         ),
     }
-    let digest = h.finalize();
+    let digest = Sha256::digest(&buf);
     let mut first = [0u8; 8];
     first.copy_from_slice(&digest[..8]);
     u64::from_be_bytes(first)
 }
 
-fn canonical(v: &Value, depth: usize, h: &mut Sha256) {
+/// Appends the canonical form of `v` (type tags, lengths, object keys in byte order) to
+/// `out`. Its size is bounded by the value's own: a few bytes of framing per value.
+fn canonical(v: &Value, depth: usize, out: &mut Vec<u8>) {
     if depth >= FINGERPRINT_MAX_DEPTH {
-        h.update(b"~");
+        out.push(b'~');
         return;
     }
     match v {
-        Value::Null => h.update(b"n"),
-        Value::Bool(b) => h.update(if *b { b"t" } else { b"f" }),
+        Value::Null => out.push(b'n'),
+        Value::Bool(b) => out.push(if *b { b't' } else { b'f' }),
         Value::Number(n) => {
-            h.update(b"#");
-            h.update(n.to_string().as_bytes());
-            h.update(b";");
+            out.push(b'#');
+            // Writing into a Vec cannot fail; the text is the number's Display form.
+            let _ = write!(out, "{n}");
+            out.push(b';');
         }
         Value::String(s) => {
-            h.update(b"s");
-            h.update((s.len() as u64).to_be_bytes());
-            h.update(s.as_bytes());
+            out.push(b's');
+            out.extend_from_slice(&(s.len() as u64).to_be_bytes());
+            out.extend_from_slice(s.as_bytes());
         }
         Value::Array(a) => {
-            h.update(b"[");
-            h.update((a.len() as u64).to_be_bytes());
+            out.push(b'[');
+            out.extend_from_slice(&(a.len() as u64).to_be_bytes());
             for x in a {
-                canonical(x, depth + 1, h);
+                canonical(x, depth + 1, out);
             }
         }
         Value::Object(o) => {
-            h.update(b"{");
-            h.update((o.len() as u64).to_be_bytes());
-            let mut keys: Vec<&String> = o.keys().collect();
-            keys.sort();
-            for k in keys {
-                h.update((k.len() as u64).to_be_bytes());
-                h.update(k.as_bytes());
-                if let Some(x) = o.get(k) {
-                    canonical(x, depth + 1, h);
+            out.push(b'{');
+            out.extend_from_slice(&(o.len() as u64).to_be_bytes());
+            let member = |out: &mut Vec<u8>, k: &String, x: &Value| {
+                out.extend_from_slice(&(k.len() as u64).to_be_bytes());
+                out.extend_from_slice(k.as_bytes());
+                canonical(x, depth + 1, out);
+            };
+            // serde_json's map iterates in key order unless a dependency turns on its
+            // `preserve_order` feature; sort only when the order is not already the one
+            // the fingerprint is defined by.
+            if o.keys().zip(o.keys().skip(1)).all(|(a, b)| a <= b) {
+                for (k, x) in o {
+                    member(out, k, x);
+                }
+            } else {
+                let mut keys: Vec<(&String, &Value)> = o.iter().collect();
+                keys.sort_by(|a, b| a.0.cmp(b.0));
+                for (k, x) in keys {
+                    member(out, k, x);
                 }
             }
         }

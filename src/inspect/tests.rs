@@ -501,3 +501,84 @@ fn fingerprint_is_stable_and_sensitive() {
     );
     assert_ne!(fingerprint(&ElicitationView::from_params(&u1)), fa);
 }
+
+/// The fingerprint as first defined: the same canonical walk fed to the hasher piece by
+/// piece, keys sorted explicitly. The one-buffer implementation must give the same values
+/// (declined-elicitation records in a shared store outlive a rolling upgrade).
+fn reference_fingerprint(view: &ElicitationView<'_>) -> u64 {
+    use sha2::{Digest, Sha256};
+    fn walk(v: &Value, depth: usize, h: &mut Sha256) {
+        if depth >= FINGERPRINT_MAX_DEPTH {
+            h.update(b"~");
+            return;
+        }
+        match v {
+            Value::Null => h.update(b"n"),
+            Value::Bool(b) => h.update(if *b { b"t" } else { b"f" }),
+            Value::Number(n) => {
+                h.update(b"#");
+                h.update(n.to_string().as_bytes());
+                h.update(b";");
+            }
+            Value::String(s) => {
+                h.update(b"s");
+                h.update((s.len() as u64).to_be_bytes());
+                h.update(s.as_bytes());
+            }
+            Value::Array(a) => {
+                h.update(b"[");
+                h.update((a.len() as u64).to_be_bytes());
+                for x in a {
+                    walk(x, depth + 1, h);
+                }
+            }
+            Value::Object(o) => {
+                h.update(b"{");
+                h.update((o.len() as u64).to_be_bytes());
+                let mut keys: Vec<&String> = o.keys().collect();
+                keys.sort();
+                for k in keys {
+                    h.update((k.len() as u64).to_be_bytes());
+                    h.update(k.as_bytes());
+                    walk(&o[k], depth + 1, h);
+                }
+            }
+        }
+    }
+    let mut h = Sha256::new();
+    match view.mode_field() {
+        ModeField::Known(Mode::Form) => h.update(b"form\0"),
+        ModeField::Known(Mode::Url) => h.update(b"url\0"),
+        ModeField::Unknown => {
+            h.update(b"unknown\0");
+            walk(view.params.get("mode").unwrap_or(&Value::Null), 0, &mut h);
+        }
+    }
+    walk(view.params.get("message").unwrap_or(&Value::Null), 0, &mut h);
+    match view.mode() {
+        Some(Mode::Url) => walk(view.params.get("url").unwrap_or(&Value::Null), 0, &mut h),
+        _ => walk(view.params.get("requestedSchema").unwrap_or(&Value::Null), 0, &mut h),
+    }
+    let d = h.finalize();
+    u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+}
+
+#[test]
+fn fingerprint_matches_its_first_definition_on_every_value_type() {
+    let mut deep = json!("bottom");
+    for i in 0..(FINGERPRINT_MAX_DEPTH + 5) {
+        deep = if i % 2 == 0 { json!([deep, i]) } else { json!({"k": deep, "n": null}) };
+    }
+    let cases = [
+        json!({"message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"number","minimum":-1.5e300,"maximum":18446744073709551615u64},"b":{"type":"boolean","default":true},"c":{"type":"string","enum":["x","ü","日本"]}},"required":["a"]}}),
+        json!({"mode":"url","url":"https://a.example/p?q=1","message":"Zoë","elicitationId":"e1"}),
+        json!({"mode":"form","message":null,"requestedSchema":deep}),
+        json!({"mode":7,"message":["m",{"z":0,"a":-0.0,"É":false}]}),
+        json!({"mode":"carrier-pigeon","message":"m"}),
+        json!({}),
+    ];
+    for params in &cases {
+        let view = ElicitationView::from_params(params);
+        assert_eq!(fingerprint(&view), reference_fingerprint(&view), "{params}");
+    }
+}
