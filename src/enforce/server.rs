@@ -185,7 +185,7 @@ impl Enforcer {
             }
             Shape::Error => {
                 let code =
-                    message::member(&message, &["error", "code"]).and_then(jsonrpc::numeric_code);
+                    message::member(message, &["error", "code"]).and_then(jsonrpc::numeric_code);
                 if code == Some(codes::URL_ELICITATION_REQUIRED) {
                     self.judge_url_required(ex, message).await
                 } else {
