@@ -98,7 +98,10 @@ impl Default for Limits {
     }
 }
 
-/// Timeouts, written with units (`500ms`, `10s`, `5m`).
+/// The longest any timeout may be (365 days).
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// Timeouts, written with units (`500ms`, `10s`, `5m`); each at most [`MAX_TIMEOUT`].
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Timeouts {
@@ -558,6 +561,24 @@ impl Settings {
         ] {
             if value.is_zero() {
                 errors.push(format!("timeouts.{name}: must be greater than zero"));
+            }
+        }
+        // Deadlines are `now + timeout`: a duration of centuries is no timeout at all, and
+        // past the clock's range it would be a panic on the request path.
+        for (name, value) in [
+            ("upstream_connect", t.upstream_connect),
+            ("upstream_first_byte", t.upstream_first_byte),
+            ("stream_idle", t.stream_idle),
+            ("client_header", t.client_header),
+            ("tls_handshake", t.tls_handshake),
+            ("shutdown_grace", t.shutdown_grace),
+            ("session_idle", t.session_idle),
+            ("client_idle", t.client_idle),
+            ("request_body", t.request_body),
+            ("request_body_idle", t.request_body_idle),
+        ] {
+            if value > MAX_TIMEOUT {
+                errors.push(format!("timeouts.{name}: must be at most 365d"));
             }
         }
         for (n, (route, &i)) in self.routes.iter().zip(indices).enumerate() {

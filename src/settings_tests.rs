@@ -316,3 +316,18 @@ fn unparsable_certificates_and_ca_bundles_are_errors_like_serve_would_meet() {
         "{all}"
     );
 }
+
+#[test]
+fn timeouts_of_centuries_are_errors_not_panics_on_the_request_path() {
+    let yaml = format!(
+        "{MINIMAL}timeouts: {{ stream_idle: 1000years, request_body: 400d, shutdown_grace: 365d, client_idle: 18446744073709551615s }}\n"
+    );
+    let all = load(&yaml).unwrap_err().0.join("\n");
+    for name in ["stream_idle", "request_body", "client_idle"] {
+        assert!(
+            all.contains(&format!("timeouts.{name}: must be at most 365d")),
+            "{all}"
+        );
+    }
+    assert!(!all.contains("shutdown_grace"), "{all}");
+}

@@ -675,3 +675,62 @@ async fn a_session_named_two_ways_is_refused() {
     );
     gw.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_refused_answer_is_answered_at_once_whatever_the_server_replies_to_the_gateway() {
+    // The server replies to the gateway's error (sent in place of the refused answer) with a
+    // body that never ends. The client's refusal must not wait for it: the gateway reads
+    // such replies on the side, bounded in bytes and time.
+    let (tx, endless) = sse_channel();
+    let endless = Arc::new(endless);
+    let upstream = MockUpstream::start(move |seen| {
+        let msg = body_json(seen);
+        match msg["method"].as_str() {
+            Some("initialize") => {
+                let mut r = full(StatusCode::OK, "application/json",
+                    json!({"jsonrpc":"2.0","id":msg["id"],"result":{"protocolVersion":"2025-11-25","capabilities":{}}}).to_string());
+                r.headers_mut().insert("mcp-session-id", "s-1".parse().unwrap());
+                r
+            }
+            Some("tools/call") => full(
+                StatusCode::OK,
+                "text/event-stream",
+                sse(&[form("f-1", "Pick a region", json!({"region":{"type":"string","enum":["eu","us"]}}))]),
+            ),
+            _ if msg.get("error").is_some() => endless.response(),
+            _ => full(StatusCode::ACCEPTED, "", ""),
+        }
+    })
+    .await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    initialize(&gw, BOTH).await;
+    assert!(call_tool(&gw).await.contains("f-1"));
+    let refused = tokio::time::timeout(
+        Duration::from_secs(20),
+        answer(
+            &gw,
+            "f-1",
+            json!({"action":"accept","content":{"region":"mars"}}),
+        ),
+    )
+    .await
+    .expect("the refusal waited for the server's endless reply");
+    assert_eq!(refused.0, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        refused.1["error"]["data"]["rules"],
+        json!(["response.invalid"])
+    );
+    let reached: Vec<Value> = upstream
+        .requests()
+        .iter()
+        .map(body_json)
+        .filter(|m| m["id"] == "f-1")
+        .collect();
+    assert_eq!(reached.len(), 1, "{reached:?}");
+    assert!(
+        reached[0].get("error").is_some(),
+        "the server got the gateway's error"
+    );
+    drop(tx);
+    gw.shutdown().await;
+}

@@ -554,10 +554,18 @@ fn reference_fingerprint(view: &ElicitationView<'_>) -> u64 {
             walk(view.params.get("mode").unwrap_or(&Value::Null), 0, &mut h);
         }
     }
-    walk(view.params.get("message").unwrap_or(&Value::Null), 0, &mut h);
+    walk(
+        view.params.get("message").unwrap_or(&Value::Null),
+        0,
+        &mut h,
+    );
     match view.mode() {
         Some(Mode::Url) => walk(view.params.get("url").unwrap_or(&Value::Null), 0, &mut h),
-        _ => walk(view.params.get("requestedSchema").unwrap_or(&Value::Null), 0, &mut h),
+        _ => walk(
+            view.params.get("requestedSchema").unwrap_or(&Value::Null),
+            0,
+            &mut h,
+        ),
     }
     let d = h.finalize();
     u64::from_be_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
@@ -567,7 +575,11 @@ fn reference_fingerprint(view: &ElicitationView<'_>) -> u64 {
 fn fingerprint_matches_its_first_definition_on_every_value_type() {
     let mut deep = json!("bottom");
     for i in 0..(FINGERPRINT_MAX_DEPTH + 5) {
-        deep = if i % 2 == 0 { json!([deep, i]) } else { json!({"k": deep, "n": null}) };
+        deep = if i % 2 == 0 {
+            json!([deep, i])
+        } else {
+            json!({"k": deep, "n": null})
+        };
     }
     let cases = [
         json!({"message":"m","requestedSchema":{"type":"object","properties":{"a":{"type":"number","minimum":-1.5e300,"maximum":18446744073709551615u64},"b":{"type":"boolean","default":true},"c":{"type":"string","enum":["x","ü","日本"]}},"required":["a"]}}),

@@ -136,7 +136,10 @@ mod tests {
             member(&m, &path),
             m.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion")
         );
-        assert_eq!(member(&m, &path).and_then(Value::as_str), Some("2026-07-28"));
+        assert_eq!(
+            member(&m, &path).and_then(Value::as_str),
+            Some("2026-07-28")
+        );
         assert_eq!(member(&m, &["params", "missing"]), None);
         // Keys only: an array on the way is not indexed.
         assert_eq!(member(&m, &["params", "a", "0"]), None);

@@ -14,7 +14,7 @@ use crate::enforce::record::Recorder;
 use crate::enforce::Exchange;
 use bytes::Bytes;
 use http::{HeaderMap, Request};
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tokio::sync::Semaphore;
@@ -96,8 +96,9 @@ impl AnswerServer for HttpAnswer {
             let ok = match upstream.send(request).await {
                 Ok(response) => {
                     let status = response.status();
-                    // Read to its end, the body gives the connection back.
-                    let _ = response.into_body().collect().await;
+                    // Read to its end (bounded in bytes and time), the body gives the
+                    // connection back.
+                    response.into_body().discard().await;
                     status.is_success()
                 }
                 Err(e) => {

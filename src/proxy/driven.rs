@@ -46,11 +46,19 @@ pub struct Io {
 
 /// The connection's waker: passes wake-ups on to the task using the connection, except those
 /// raised while that task is polling it.
+///
+/// A connection may be woken from another thread (its socket registered with another
+/// worker's reactor: the gateway's own answers are sent from whichever runtime decided them).
+/// The waker therefore notes the wake-up *before* it looks whether the task is polling, and
+/// the task stops polling *before* it looks for a noted wake-up, all sequentially
+/// consistent: whichever comes second sees the other, so no wake-up is lost between the end
+/// of a poll and the task's next turn.
 #[derive(Default)]
 struct Gate {
     task: futures_util::task::AtomicWaker,
     polling: AtomicBool,
-    woken_while_polling: AtomicBool,
+    /// A wake-up since the task last cleared it.
+    woken: AtomicBool,
 }
 
 impl Wake for Gate {
@@ -59,9 +67,8 @@ impl Wake for Gate {
     }
 
     fn wake_by_ref(self: &Arc<Self>) {
-        if self.polling.load(Ordering::Acquire) {
-            self.woken_while_polling.store(true, Ordering::Release);
-        } else {
+        self.woken.store(true, Ordering::SeqCst);
+        if !self.polling.load(Ordering::SeqCst) {
             self.task.wake();
         }
     }
@@ -96,7 +103,7 @@ impl Io {
         mut step: impl FnMut(&mut Context<'_>) -> Poll<T>,
     ) -> Poll<T> {
         self.gate.task.register(cx.waker());
-        self.gate.polling.store(true, Ordering::Release);
+        self.gate.polling.store(true, Ordering::SeqCst);
         let mut own = Context::from_waker(&self.waker);
         let mut out = step(&mut own);
         for _ in 0..ROUNDS {
@@ -104,19 +111,19 @@ impl Io {
                 break;
             }
             // What `step` woke (a request handed to the I/O half) is what this drive serves;
-            // only a wake-up from here on asks for another round.
-            self.gate
-                .woken_while_polling
-                .store(false, Ordering::Release);
+            // only a wake-up from here on asks for another round. (One cleared here that came
+            // from outside is served too: the drive and the step after it poll everything.)
+            self.gate.woken.store(false, Ordering::SeqCst);
             drive(&mut self.driver, &mut own);
             out = step(&mut own);
-            if !self.gate.woken_while_polling.load(Ordering::Acquire) {
+            if !self.gate.woken.load(Ordering::SeqCst) {
                 break;
             }
         }
-        self.gate.polling.store(false, Ordering::Release);
-        if out.is_pending() && self.gate.woken_while_polling.load(Ordering::Acquire) {
-            // Still busy after the rounds: another turn, as the wake-up asked.
+        self.gate.polling.store(false, Ordering::SeqCst);
+        if out.is_pending() && self.gate.woken.swap(false, Ordering::SeqCst) {
+            // Woken while polling and still busy (after the rounds, or by another thread at
+            // the end): another turn, as the wake-up asked.
             cx.waker().wake_by_ref();
         }
         out

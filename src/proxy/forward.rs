@@ -337,8 +337,9 @@ async fn forward(
     };
     if let Some(substitute) = substitute_response {
         // The server got the gateway's error instead of the client's answer; the client
-        // learns why its answer was refused. (Read to its end, the connection is kept.)
-        let _ = response.into_body().collect().await;
+        // learns why its answer was refused at once. The server's reply is read on the side
+        // (bounded in bytes and time) so its connection can be kept.
+        tokio::spawn(response.into_body().discard());
         return Ok(substitute);
     }
     enforcer

@@ -163,7 +163,8 @@ where
     let limit = usize::try_from(bounds.limit).unwrap_or(usize::MAX);
     // The bounds count from the first wait: a frame that is already there is taken without
     // reading the clock or arming a timer (a small message usually is, whole).
-    let mut deadline: Option<Instant> = None;
+    // Set at the first wait; `Some(None)`: the total bound is too large to be a time.
+    let mut deadline: Option<Option<Instant>> = None;
     let mut held = None;
     let mut total = 0usize;
     let mut single: Option<Bytes> = None;
@@ -175,11 +176,16 @@ where
             Poll::Ready(frame) => frame,
             Poll::Pending => {
                 let now = Instant::now();
-                let deadline = *deadline.get_or_insert(now + bounds.total);
-                let wait = bounds.idle.min(deadline.saturating_duration_since(now));
+                let deadline = *deadline.get_or_insert_with(|| now.checked_add(bounds.total));
+                let wait = match deadline {
+                    Some(at) => bounds.idle.min(at.saturating_duration_since(now)),
+                    None => bounds.idle,
+                };
                 match tokio::time::timeout(wait, body.frame()).await {
                     Ok(frame) => frame,
-                    Err(_) if Instant::now() >= deadline => return Err(ReadError::Total),
+                    Err(_) if deadline.is_some_and(|at| Instant::now() >= at) => {
+                        return Err(ReadError::Total)
+                    }
                     Err(_) => return Err(ReadError::Idle),
                 }
             }

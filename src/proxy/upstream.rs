@@ -24,7 +24,7 @@ use http::header::{HeaderValue, HOST};
 use http::uri::PathAndQuery;
 use http::{Request, Response, Uri};
 use http_body::{Body, Frame, SizeHint};
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -47,6 +47,12 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(90);
 /// capacity it grew to, so a connection that sent a larger body is closed after its response
 /// rather than kept idle holding it.
 const MAX_KEPT_BODY: u64 = 64 * 1024;
+
+/// The most of an unneeded response body [`UpstreamBody::discard`] reads to keep the
+/// connection; past it, closing the connection is cheaper.
+pub const DISCARD_MAX: usize = 64 * 1024;
+/// The longest [`UpstreamBody::discard`] waits for the rest of an unneeded body.
+pub const DISCARD_WITHIN: Duration = Duration::from_secs(5);
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -103,6 +109,16 @@ impl Lease {
         if !self.keep || !self.conn.is_open() {
             return;
         }
+        // Only a connection hyper has made idle is cached: one still writing a request body
+        // the upstream stopped reading (it answered early) would hold the next request in
+        // `poll_ready` until its first-byte timeout. One more poll lets hyper finish an
+        // exchange that has just ended; past that, the connection is closed.
+        if !self.conn.sender.is_ready() {
+            self.conn.io.settle();
+            if !self.conn.sender.is_ready() {
+                return;
+            }
+        }
         let now = Instant::now();
         let mut idle = plain.idle.lock().unwrap_or_else(PoisonError::into_inner);
         while idle.front().is_some_and(|c| c.is_stale(now)) {
@@ -148,6 +164,25 @@ impl UpstreamBody {
         if let Some(lease) = self.lease.take() {
             lease.release();
         }
+    }
+
+    /// Reads a body nobody needs to its end, so its connection can be reused, but at most
+    /// [`DISCARD_MAX`] bytes for at most [`DISCARD_WITHIN`]: an upstream that sends more, or
+    /// never ends, loses the connection instead (dropped before its end, the body closes it).
+    pub async fn discard(mut self) {
+        let read = async {
+            let mut seen = 0usize;
+            while let Some(frame) = self.frame().await {
+                let Ok(frame) = frame else { return };
+                if let Some(data) = frame.data_ref() {
+                    seen = seen.saturating_add(data.len());
+                    if seen > DISCARD_MAX {
+                        return;
+                    }
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DISCARD_WITHIN, read).await;
     }
 }
 
