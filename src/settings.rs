@@ -549,34 +549,23 @@ impl Settings {
             errors.push(format!("log.level: {e}"));
         }
         let t = &self.timeouts;
-        for (name, value) in [
-            ("upstream_connect", t.upstream_connect),
-            ("upstream_first_byte", t.upstream_first_byte),
-            ("stream_idle", t.stream_idle),
-            ("client_header", t.client_header),
-            ("tls_handshake", t.tls_handshake),
-            ("request_body", t.request_body),
-            ("client_idle", t.client_idle),
-            ("request_body_idle", t.request_body_idle),
+        // (name, value, zero allowed). Deadlines are `now + timeout`: a duration of centuries
+        // is no timeout at all, and past the clock's range it would panic on the request path.
+        for (name, value, zero_allowed) in [
+            ("upstream_connect", t.upstream_connect, false),
+            ("upstream_first_byte", t.upstream_first_byte, false),
+            ("stream_idle", t.stream_idle, false),
+            ("client_header", t.client_header, false),
+            ("tls_handshake", t.tls_handshake, false),
+            ("shutdown_grace", t.shutdown_grace, true),
+            ("session_idle", t.session_idle, true),
+            ("client_idle", t.client_idle, false),
+            ("request_body", t.request_body, false),
+            ("request_body_idle", t.request_body_idle, false),
         ] {
-            if value.is_zero() {
+            if value.is_zero() && !zero_allowed {
                 errors.push(format!("timeouts.{name}: must be greater than zero"));
             }
-        }
-        // Deadlines are `now + timeout`: a duration of centuries is no timeout at all, and
-        // past the clock's range it would be a panic on the request path.
-        for (name, value) in [
-            ("upstream_connect", t.upstream_connect),
-            ("upstream_first_byte", t.upstream_first_byte),
-            ("stream_idle", t.stream_idle),
-            ("client_header", t.client_header),
-            ("tls_handshake", t.tls_handshake),
-            ("shutdown_grace", t.shutdown_grace),
-            ("session_idle", t.session_idle),
-            ("client_idle", t.client_idle),
-            ("request_body", t.request_body),
-            ("request_body_idle", t.request_body_idle),
-        ] {
             if value > MAX_TIMEOUT {
                 errors.push(format!("timeouts.{name}: must be at most 365d"));
             }
