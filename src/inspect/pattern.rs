@@ -108,12 +108,23 @@ impl Shape {
         // The atom just ended: a closed group's facts, or a plain atom.
         let mut last: Option<Group> = None;
         let mut i = 0;
+        // Capturing groups, and the highest numbered backreference: `regress` accepts a
+        // reference to a group the pattern does not have, then panics when matching.
+        let mut captures = 0usize;
+        let mut highest_ref = 0usize;
         while i < chars.len() {
             let c = chars[i];
             match c {
                 '\\' => {
                     let next = chars.get(i + 1).copied()?;
                     let backref = next.is_ascii_digit() && next != '0' || next == 'k';
+                    if next.is_ascii_digit() && next != '0' {
+                        let digits: String = chars[i + 1..]
+                            .iter()
+                            .take_while(|d| d.is_ascii_digit())
+                            .collect();
+                        highest_ref = highest_ref.max(digits.parse().unwrap_or(usize::MAX));
+                    }
                     if backref {
                         stack.last_mut()?.has_backref = true;
                     }
@@ -130,6 +141,12 @@ impl Shape {
                     continue;
                 }
                 '(' => {
+                    let named = chars.get(i + 1) == Some(&'?')
+                        && chars.get(i + 2) == Some(&'<')
+                        && !matches!(chars.get(i + 3), Some('=') | Some('!'));
+                    if chars.get(i + 1) != Some(&'?') || named {
+                        captures += 1;
+                    }
                     stack.push(Group::default());
                     last = None;
                 }
@@ -169,7 +186,7 @@ impl Shape {
             }
             i += 1;
         }
-        (stack.len() == 1).then_some(shape)
+        (stack.len() == 1 && highest_ref <= captures).then_some(shape)
     }
 }
 
@@ -229,6 +246,12 @@ mod tests {
     #[test]
     fn invalid_and_exponential_patterns_are_refused() {
         assert_eq!(EcmaPattern::compile("(").err(), Some(Refused::Invalid));
+        // A reference to a group the pattern lacks (regress accepts it, then panics).
+        assert_eq!(
+            EcmaPattern::compile(r"^(?=/*\1d)555(?=.&*[a-z]).{8,64}$").err(),
+            Some(Refused::Invalid)
+        );
+        assert!(EcmaPattern::compile(r"^(a)\1$").is_ok());
         assert_eq!(
             EcmaPattern::compile("(a+)+$").err(),
             Some(Refused::Exponential)
