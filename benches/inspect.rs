@@ -6,10 +6,10 @@
 //! does.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use elicitgate::elicitation::{extract_all, ClientCaps, ElicitationView};
-use elicitgate::inspect::{check_response, inspect, AskedElicitation, Era, InspectContext};
-use elicitgate::lexicon::SecretLexicon;
-use elicitgate::policy::{compile_all, Policy};
+use elicitgate_core::elicitation::{extract_all, ClientCaps, ElicitationView};
+use elicitgate_core::inspect::{check_response, inspect, AskedElicitation, Era, InspectContext};
+use elicitgate_core::lexicon::SecretLexicon;
+use elicitgate_core::policy::{compile_all, Policy};
 use serde_json::{json, Map, Value};
 
 fn typical_form() -> Value {

@@ -6,8 +6,8 @@
 use bytes::Bytes;
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use elicitgate::enforce::prescan::may_carry_elicitation;
-use elicitgate::mcp::jsonrpc::Envelope;
-use elicitgate::mcp::sse::SseDecoder;
+use elicitgate_core::mcp::jsonrpc::Envelope;
+use elicitgate_core::mcp::sse::SseDecoder;
 
 /// A tools/call result of about 1 KiB of English-like text (what `bench_upstream` serves).
 fn text_result(len: usize) -> Vec<u8> {

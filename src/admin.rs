@@ -5,7 +5,7 @@
 
 use crate::metrics::Metrics;
 use crate::proxy::body::ResponseBody;
-use crate::Shutdown;
+use crate::shutdown::Shutdown;
 use http::{header, HeaderValue, Method, Request, Response, StatusCode};
 use hyper::body::Incoming;
 use hyper::service::service_fn;

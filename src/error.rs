@@ -3,10 +3,10 @@
 //! Every failure on the request path is a [`GatewayError`]. Each variant knows who caused it
 //! ([`Fault`]), its bounded metric [`GatewayError::reason`], its HTTP status and its JSON-RPC
 //! error ([`GatewayError::error_object`], built from the one error type in
-//! [`crate::mcp::jsonrpc`]). `proxy::respond` is the only place that turns it into a
+//! [`elicitgate_core::mcp::jsonrpc`]). `proxy::respond` is the only place that turns it into a
 //! response; client-facing messages never carry upstream internals or message content.
 
-use crate::mcp::jsonrpc::{codes, ErrorObject};
+use elicitgate_core::mcp::jsonrpc::{codes, ErrorObject};
 use http::StatusCode;
 
 /// Who is at fault for an error.

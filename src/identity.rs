@@ -19,6 +19,7 @@
 
 use crate::settings::{parse_cidr, IdentityMode, IdentitySettings};
 use arc_swap::ArcSwap;
+use elicitgate_core::request;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use jsonwebtoken::jwk::JwkSet;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -191,39 +192,14 @@ impl Identity {
     }
 
     fn trusts(&self, peer: IpAddr) -> bool {
-        // An IPv4 client on a dual-stack listener arrives as `::ffff:a.b.c.d`.
-        let peer = peer.to_canonical();
-        self.trusted.iter().any(|net| net.contains(&peer))
+        request::is_trusted(&self.trusted, peer)
     }
 
     /// The client's address: the peer, or — when the peer is a trusted proxy — the last
     /// `X-Forwarded-For` hop that no trusted proxy added.
     pub fn client_address(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
-        if self.trusted.is_empty() || !self.trusts(peer) {
-            return peer;
-        }
-        let peer = peer.to_canonical();
-        let mut hops: Vec<&str> = Vec::new();
-        for value in headers.get_all("x-forwarded-for") {
-            let Ok(text) = value.to_str() else {
-                return peer;
-            };
-            hops.extend(text.split(',').map(str::trim));
-        }
-        // Right to left: trusted proxies' hops are skipped; the first other hop is the client.
-        // A hop that is not a bare address (`ip:port`, `unknown`, garbage) ends the walk at the
-        // last address known good: what lies left of it cannot be told apart from forgery.
-        let mut client = peer;
-        for hop in hops.iter().rev() {
-            let Ok(addr) = hop.parse::<IpAddr>() else {
-                return client;
-            };
-            client = addr.to_canonical();
-            if !self.trusts(client) {
-                return client;
-            }
-        }
-        client
+        let values = headers.get_all("x-forwarded-for");
+        request::client_address(&self.trusted, peer, values.iter().map(|v| v.to_str().ok()))
     }
 
     /// Verifies the caller of a request from `peer`.

@@ -17,9 +17,9 @@
 
 use serde_json::{json, Value};
 
-use crate::elicitation::{extract_all, Carrier, ClientCaps};
-use crate::inspect::{inspect, Era, InspectContext, Verdict};
-use crate::policy::Policy;
+use elicitgate_core::elicitation::{extract_all, Carrier, ClientCaps};
+use elicitgate_core::inspect::{inspect, Era, InspectContext, Verdict};
+use elicitgate_core::policy::Policy;
 
 /// Exit code for allow.
 pub const EXIT_ALLOW: i32 = 0;

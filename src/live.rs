@@ -9,11 +9,11 @@
 //! compared with what the process started with (so are telemetry and `log.access`), and named in the report as needing a restart,
 //! never ignored silently.
 
-use crate::policy::PolicySet;
 use crate::proxy::{Gateway, RouteTable};
 use crate::settings::{ConfigErrors, Settings};
 use crate::tls::ServingCert;
 use arc_swap::ArcSwap;
+use elicitgate_core::policy::PolicySet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 

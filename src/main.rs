@@ -153,20 +153,20 @@ async fn serve(
         "{}: `serve` needs at least one route",
         config.display()
     );
-    let options = elicitgate::Options {
+    let options = elicitgate::start::Options {
         config_path: Some(config),
         audit_sink: None,
         log_level,
     };
-    let (terms, languages, took) = elicitgate::lexicon::SecretLexicon::builtin_report();
+    let (terms, languages, took) = elicitgate_core::lexicon::SecretLexicon::builtin_report();
     tracing::info!(
         terms,
         languages,
         build_ms = took.as_secs_f64() * 1e3,
         "Secret lexicon loaded."
     );
-    let running = elicitgate::start_with(settings, options).await?;
-    elicitgate::wait_for_signal().await;
+    let running = elicitgate::start::start_with(settings, options).await?;
+    elicitgate::shutdown::wait_for_signal().await;
     tracing::info!("Shutdown requested.");
     running.shutdown().await;
     Ok(())

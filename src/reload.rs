@@ -43,7 +43,7 @@ pub fn spawn<R, E, A, O>(
     files: Vec<PathBuf>,
     apply: A,
     observe: O,
-    mut shutdown: crate::Shutdown,
+    mut shutdown: crate::shutdown::Shutdown,
 ) -> anyhow::Result<tokio::task::JoinHandle<()>>
 where
     R: Send + 'static,

@@ -11,8 +11,8 @@ mod scale;
 pub use audit::*;
 pub use scale::*;
 
-use crate::policy::PolicySet;
 use bytesize::ByteSize;
+use elicitgate_core::policy::PolicySet;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use std::fmt;
@@ -412,20 +412,21 @@ impl Settings {
             .iter()
             .map(|r| (r.name.clone(), r.policy.clone()))
             .collect();
-        let (policies, warnings) = match crate::policy::compile_all(&raw_policies, &route_refs) {
-            Ok((set, warnings)) => (Arc::new(set), warnings),
-            Err(policy_errors) => {
-                errors.extend(policy_errors);
-                // Only to finish validating the rest; these settings are never returned.
-                match crate::policy::compile_all(&serde_json::Map::new(), &[]) {
-                    Ok((set, _)) => (Arc::new(set), Vec::new()),
-                    Err(more) => {
-                        errors.extend(more);
-                        return Err(ConfigErrors(errors));
+        let (policies, warnings) =
+            match elicitgate_core::policy::compile_all(&raw_policies, &route_refs) {
+                Ok((set, warnings)) => (Arc::new(set), warnings),
+                Err(policy_errors) => {
+                    errors.extend(policy_errors);
+                    // Only to finish validating the rest; these settings are never returned.
+                    match elicitgate_core::policy::compile_all(&serde_json::Map::new(), &[]) {
+                        Ok((set, _)) => (Arc::new(set), Vec::new()),
+                        Err(more) => {
+                            errors.extend(more);
+                            return Err(ConfigErrors(errors));
+                        }
                     }
                 }
-            }
-        };
+            };
         let named: serde_json::Map<String, serde_json::Value> = route_refs
             .iter()
             .filter_map(|(route, policy)| Some((route.clone(), policy.clone()?.into())))
@@ -753,5 +754,4 @@ fn check_writable(file: &Path, what: &str, errors: &mut Vec<String>) {
 }
 
 #[cfg(test)]
-#[path = "settings_tests.rs"]
 mod tests;

@@ -20,13 +20,15 @@
 
 use crate::enforce::judge::{AnswerServer, Judged, ServerChannel, ServerVerdict};
 use crate::enforce::record::Recorder;
-use crate::enforce::{ClientVerdict, Enforcer, Exchange};
-use crate::mcp::jsonrpc::{canonical_id, canonical_raw_id, codes, ErrorObject};
-use crate::mcp::jsonrpc::{Envelope, Kind};
+use crate::enforce::{ClientVerdict, Enforcer, Exchange, Refusal, RequestFacts};
+use crate::error::GatewayError;
 use crate::settings::Settings;
 use anyhow::Context;
 use bytes::Bytes;
-use http::Method;
+use elicitgate_core::inspect::RuleId;
+use elicitgate_core::mcp::jsonrpc::{canonical_id, canonical_raw_id};
+use elicitgate_core::mcp::jsonrpc::{Envelope, Kind};
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -154,7 +156,7 @@ pub async fn run(
         tokio::spawn(crate::admin::serve(
             listener,
             state,
-            crate::Shutdown::new(stopping),
+            crate::shutdown::Shutdown::new(stopping),
         ));
     }
     // Audit events as OTLP logs (`audit.sink: otlp`); stdio mode exports no request spans.
@@ -169,13 +171,13 @@ pub async fn run(
             .contains(crate::settings::AuditSinkKind::Otlp),
         &metrics.telemetry_exports,
     )?;
-    let sink = crate::audit_sink_with(&settings, &metrics, true, telemetry.as_ref())?;
-    let enforcer = crate::enforcer_for(&settings, &metrics, sink)?;
+    let sink = crate::start::audit_sink_with(&settings, &metrics, true, telemetry.as_ref())?;
+    let enforcer = crate::start::enforcer_for(&settings, &metrics, sink)?;
     // Expired elicitations end their server's call here too, and audit summaries get written.
     let (_stop_sweep, sweeping) = tokio::sync::watch::channel(false);
-    tokio::spawn(crate::sweep_state(
+    tokio::spawn(crate::start::sweep_state(
         enforcer.clone(),
-        crate::Shutdown::new(sweeping),
+        crate::shutdown::Shutdown::new(sweeping),
     ));
     let route_name: Arc<str> = Arc::from(
         route
@@ -227,7 +229,7 @@ pub async fn run(
 
     let (status, client_finished) = tokio::select! {
         status = child.wait() => (status?, false),
-        () = crate::wait_for_signal() => {
+        () = crate::shutdown::wait_for_signal() => {
             tracing::info!("Signal received; stopping the server.");
             (terminate(&mut child, settings.timeouts.shutdown_grace).await?, false)
         }
@@ -324,12 +326,10 @@ async fn pump_client(
                     limit = max_line,
                     "Refused an over-long line from the client."
                 );
-                let error = ErrorObject::gateway(
-                    codes::INVALID_REQUEST,
-                    "message exceeds the gateway's size limit",
-                    serde_json::json!({"reason": "body_too_large"}),
-                )
-                .response(None::<&serde_json::value::RawValue>);
+                let limit = u64::try_from(max_line).unwrap_or(u64::MAX);
+                let error = GatewayError::BodyTooLarge { limit }
+                    .error_object()
+                    .response(None::<&RawValue>);
                 if to_client.send(error).await.is_err() {
                     return;
                 }
@@ -341,19 +341,15 @@ async fn pump_client(
             continue;
         }
         let envelope = Envelope::peek(&line);
-        let mut ex = enforcer.begin_stdio(route.clone(), &envelope);
-        let forward = match enforcer
-            .on_client_message(&mut ex, &Method::POST, line)
-            .await
-        {
+        let mut ex = enforcer.begin(RequestFacts::stdio(route.clone(), &envelope));
+        let forward = match enforcer.on_client_message(&mut ex, line).await {
             ClientVerdict::Forward(body) => body,
-            ClientVerdict::Reject(rejection) => {
-                let _ = to_client.send(rejection.body).await;
-                continue;
-            }
-            ClientVerdict::Substitute { body, rejection } => {
-                let _ = to_child.send(body).await;
-                let _ = to_client.send(rejection.body).await;
+            ClientVerdict::Refuse(refusal) => {
+                if refusal.tell_server {
+                    // The child waits for what was refused: it gets the same error.
+                    let _ = to_child.send(refusal_line(&refusal)).await;
+                }
+                let _ = to_client.send(refusal_line(&refusal)).await;
                 continue;
             }
         };
@@ -408,7 +404,7 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
             // a client request is in flight (SEP-2260).
             let busy = in_flight.lock().map(|m| !m.is_empty()).unwrap_or(false);
             enforcer
-                .begin_stdio(route.clone(), &envelope)
+                .begin(RequestFacts::stdio(route.clone(), &envelope))
                 .unsolicited(busy)
         });
         match enforcer.judge_server_text(&ex, &line, &channel).await {
@@ -449,8 +445,12 @@ async fn pump_server<R: AsyncBufRead + Unpin>(
                         ),
                     };
                 for id in &in_flight_ids {
-                    let error = ErrorObject::blocked(["request.malformed"]).with_reason(reason);
-                    let _ = to_client.send(error.response(Some(&**id))).await;
+                    let refusal = Refusal::server_content(
+                        Some(&**id),
+                        &[RuleId::RequestMalformed],
+                        Some(reason),
+                    );
+                    let _ = to_client.send(refusal_line(&refusal)).await;
                 }
                 if in_flight_ids.is_empty() && message.is_null() {
                     // Unreadable (a client's laxer parser may still read it as the response
@@ -476,7 +476,7 @@ async fn refuse_over_long_line(
         limit = max_line,
         "Refused an over-long line from the server."
     );
-    let unnamed = enforcer.begin_stdio(route.clone(), &Envelope::peek(b""));
+    let unnamed = enforcer.begin(RequestFacts::stdio(route.clone(), &Envelope::peek(b"")));
     enforcer
         .recorder
         .refused(&unnamed, "server", "body_too_large");
@@ -496,9 +496,15 @@ async fn end_calls_in_flight(
         .map(|mut m| m.drain().map(|(_, ex)| ex).collect())
         .unwrap_or_default();
     for id in waiting.iter().filter_map(|ex| ex.request_id()) {
-        let error = ErrorObject::blocked(["request.malformed"]).with_reason(reason);
-        let _ = to_client.send(error.response(Some(id))).await;
+        let refusal = Refusal::server_content(Some(id), &[RuleId::RequestMalformed], Some(reason));
+        let _ = to_client.send(refusal_line(&refusal)).await;
     }
+}
+
+/// A refusal on the stdio carrier: its JSON-RPC response as one line (the writer ends it with
+/// a newline). Every kind is written the same way: stdio has no status, only the message.
+pub fn refusal_line(refusal: &Refusal) -> Bytes {
+    refusal.message()
 }
 
 #[cfg(test)]

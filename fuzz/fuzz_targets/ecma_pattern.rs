@@ -7,7 +7,7 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
-use elicitgate::inspect::pattern::EcmaPattern;
+use elicitgate_core::inspect::pattern::EcmaPattern;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|input: &[u8]| {

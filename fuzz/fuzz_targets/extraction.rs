@@ -18,8 +18,8 @@
 #![no_main]
 
 use arbitrary::Unstructured;
-use elicitgate::elicitation::{extract_all, Carrier, ElicitationView};
-use elicitgate::inspect::{fingerprint, AskedElicitation};
+use elicitgate_core::elicitation::{extract_all, Carrier, ElicitationView};
+use elicitgate_core::inspect::{fingerprint, AskedElicitation};
 use fuzz_support::{enabled, key_ranges, message, node_addresses, same, write_json, Spelling};
 use libfuzzer_sys::fuzz_target;
 use serde_json::Value;

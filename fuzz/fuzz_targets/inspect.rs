@@ -20,9 +20,9 @@
 #![no_main]
 
 use arbitrary::Unstructured;
-use elicitgate::elicitation::{extract_all, ClientCaps};
-use elicitgate::inspect::{inspect, Era, InspectContext, RuleId, Verdict};
-use elicitgate::policy::{compile_all, Policy};
+use elicitgate_core::elicitation::{extract_all, ClientCaps};
+use elicitgate_core::inspect::{inspect, Era, InspectContext, RuleId, Verdict};
+use elicitgate_core::policy::{compile_all, Policy};
 use fuzz_support::{enabled, message_with, params, write_json, Spelling};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Map, Value};

@@ -22,8 +22,8 @@
 //!   `canonical_raw_id(peek.id) == canonical_id(value.id)` (check `canonical-id`).
 #![no_main]
 
-use elicitgate::mcp::jsonrpc::{self, Envelope, Kind, Shape};
-use elicitgate::mcp::message;
+use elicitgate_core::mcp::jsonrpc::{self, Envelope, Kind, Shape};
+use elicitgate_core::mcp::message;
 use fuzz_support::enabled;
 use libfuzzer_sys::fuzz_target;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};

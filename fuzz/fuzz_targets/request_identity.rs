@@ -9,9 +9,7 @@
 #![no_main]
 
 use arbitrary::{Arbitrary, Unstructured};
-use elicitgate::enforce::session_of;
-use elicitgate::identity::Identity;
-use elicitgate::settings::IdentitySettings;
+use elicitgate_core::request::{client_address, session_of};
 use libfuzzer_sys::fuzz_target;
 use std::net::IpAddr;
 
@@ -38,18 +36,8 @@ fuzz_target!(|input: &[u8]| {
     let Ok(xff) = Vec::<String>::arbitrary(&mut u) else { return };
     let Ok(peer_bytes) = <[u8; 4]>::arbitrary(&mut u) else { return };
     let peer = IpAddr::from(peer_bytes);
-    let identity = Identity::new(&IdentitySettings {
-        trusted_proxies: vec!["10.0.0.0/8".into(), "::1".into()],
-        ..IdentitySettings::default()
-    })
-    .expect("identity");
-    let mut headers = http::HeaderMap::new();
-    for value in &xff {
-        if let Ok(v) = http::HeaderValue::from_str(value) {
-            headers.append("x-forwarded-for", v);
-        }
-    }
-    let client = identity.client_address(peer, &headers);
+    let nets: [ipnet::IpNet; 2] = ["10.0.0.0/8".parse().unwrap(), "::1/128".parse().unwrap()];
+    let client = client_address(&nets, peer, xff.iter().map(|v| Some(v.as_str())));
     let trusted = peer_bytes[0] == 10;
     if !trusted {
         assert_eq!(client, peer, "an untrusted peer's header was believed");

@@ -15,11 +15,11 @@
 #![no_main]
 
 use bytes::Bytes;
-use elicitgate::mcp::sse::{SseDecoder, SseFields};
+use elicitgate_core::mcp::sse::{SseDecoder, SseFields};
 use libfuzzer_sys::fuzz_target;
 
 /// Does the decoder strip one leading UTF-8 BOM (WHATWG "UTF-8 decode")? Set from what
-/// `src/mcp/sse.rs` documents; the reference does the same.
+/// `crates/core/src/mcp/sse.rs` documents; the reference does the same.
 const STRIPS_BOM: bool = true;
 const BOM: &[u8] = b"\xEF\xBB\xBF";
 

@@ -44,7 +44,7 @@ impl Scrubber {
     /// text is decoded first, the way the URL detectors decode it (`%2540` is `@`, `%20` a
     /// space, `%2E` a dot), so nothing the detector found hides from the scrub in its encoding.
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match crate::text::percent_decode_repeatedly(text) {
+        match elicitgate_core::text::percent_decode_repeatedly(text) {
             Cow::Borrowed(_) => self.patterns.replace_all(text, REDACTED),
             Cow::Owned(decoded) => {
                 Cow::Owned(self.patterns.replace_all(&decoded, REDACTED).into_owned())

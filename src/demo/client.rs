@@ -2,9 +2,9 @@
 //! with chosen elicitation capabilities, calls a tool, answers the elicitation that arrives on
 //! the call's SSE stream, and returns the tool result. Every wait is bounded.
 
-use crate::mcp::sse::{SseDecoder, SseFields};
 use anyhow::{anyhow, bail, Context};
 use bytes::Bytes;
+use elicitgate_core::mcp::sse::{SseDecoder, SseFields};
 use http::Request;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::{connect::HttpConnector, Client};

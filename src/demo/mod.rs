@@ -80,9 +80,9 @@ pub async fn run(keep_running: bool) -> anyhow::Result<()> {
     let settings = demo_settings(upstream)?;
     let metrics_for_sink = prometheus::IntCounter::new("demo_dropped", "unused")?;
     let (sink, audit_lines) = AuditSink::memory(metrics_for_sink);
-    let gateway = crate::start_with(
+    let gateway = crate::start::start_with(
         settings,
-        crate::Options {
+        crate::start::Options {
             config_path: None,
             audit_sink: Some(sink),
             ..Default::default()

@@ -9,13 +9,13 @@
 //! than the one asked (`session.mismatch`), or one whose state the store cannot give
 //! (`state.unavailable`).
 
-use super::store::{AskedKey, AskedRecord, DeclineKey, PendingKey, Take, Taken, Unavailable};
-use super::{ClientVerdict, Enforcer, Exchange, Rejection};
-use crate::inspect::{self, UnknownAnswer, Verdict};
-use crate::mcp::jsonrpc::{canonical_id, codes, ErrorObject, Id};
-use crate::policy::Policy;
+use super::refusal::Refusal;
+use super::{ClientVerdict, Enforcer, Exchange};
+use crate::state::{AskedKey, AskedRecord, DeclineKey, PendingKey, Take, Taken, Unavailable};
 use bytes::Bytes;
-use http::StatusCode;
+use elicitgate_core::inspect::{self, UnknownAnswer, Verdict};
+use elicitgate_core::mcp::jsonrpc::canonical_id;
+use elicitgate_core::policy::Policy;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use std::time::Duration;
 /// if it never gets there.
 pub struct Consumed {
     key: PendingKey,
-    record: super::store::PendingRecord,
+    record: crate::state::PendingRecord,
     release: std::sync::Mutex<Option<super::releases::Release>>,
 }
 
@@ -41,7 +41,7 @@ impl Enforcer {
             taken
                 .record
                 .deadline_ms
-                .saturating_sub(super::store::wall_ms()),
+                .saturating_sub(crate::state::wall_ms()),
         );
         if remaining.is_zero() {
             return;
@@ -76,7 +76,7 @@ impl Enforcer {
             id: canonical_id(id),
         };
         let looks_like_answer =
-            crate::mcp::message::member(message, &["result", "action"]).is_some();
+            elicitgate_core::mcp::message::member(message, &["result", "action"]).is_some();
         let taken = self
             .store
             .take_pending(&key, Take::Answer, policy.pending_ttl())
@@ -96,7 +96,7 @@ impl Enforcer {
                 let verdict = inspect::unknown_response(fact, policy);
                 self.recorder.answer_rejected(ex, None, &verdict);
                 if verdict.is_deny() {
-                    return ClientVerdict::Reject(rejection(Some(id), &verdict));
+                    return ClientVerdict::Refuse(Refusal::answer(Some(id), &verdict));
                 }
                 return ClientVerdict::Forward(body);
             }
@@ -109,10 +109,10 @@ impl Enforcer {
                 if !verdict.is_deny() {
                     return ClientVerdict::Forward(body);
                 }
-                return ClientVerdict::Substitute {
-                    body: answer_error(&verdict).response(Some(id)),
-                    rejection: rejection(Some(id), &verdict),
-                };
+                return ClientVerdict::Refuse(Refusal::answer_to_waiting_server(
+                    Some(id),
+                    &verdict,
+                ));
             }
         };
         // This process no longer owes the server a release for it (if it held one) — unless
@@ -124,7 +124,7 @@ impl Enforcer {
             release: std::sync::Mutex::new(release),
         }));
         let waited =
-            Duration::from_millis(super::store::wall_ms().saturating_sub(pending.asked_at_ms));
+            Duration::from_millis(crate::state::wall_ms().saturating_sub(pending.asked_at_ms));
         if let (Some(asked_by), Some(answering)) =
             (pending.principal.as_deref(), ex.verified_principal())
         {
@@ -133,10 +133,10 @@ impl Enforcer {
                 self.recorder
                     .answer_rejected(ex, Some(pending.mode), &verdict);
                 if verdict.is_deny() {
-                    return ClientVerdict::Substitute {
-                        body: answer_error(&verdict).response(Some(id)),
-                        rejection: rejection(Some(id), &verdict),
-                    };
+                    return ClientVerdict::Refuse(Refusal::answer_to_waiting_server(
+                        Some(id),
+                        &verdict,
+                    ));
                 }
             }
         }
@@ -153,10 +153,7 @@ impl Enforcer {
             // refused.
             self.recorder
                 .answer_rejected(ex, Some(pending.mode), &verdict);
-            return ClientVerdict::Substitute {
-                body: answer_error(&verdict).response(Some(id)),
-                rejection: rejection(Some(id), &verdict),
-            };
+            return ClientVerdict::Refuse(Refusal::answer_to_waiting_server(Some(id), &verdict));
         }
         if matches!(action, "decline" | "cancel") {
             let key = DeclineKey {
@@ -201,14 +198,14 @@ impl Enforcer {
                 self.recorder.answer_rejected(ex, None, &verdict);
                 return verdict
                     .is_deny()
-                    .then(|| ClientVerdict::Reject(rejection(id, &verdict)));
+                    .then(|| ClientVerdict::Refuse(Refusal::answer(id, &verdict)));
             }
             Err(Unavailable) => {
                 let verdict = inspect::state_unavailable(policy);
                 self.recorder.answer_rejected(ex, None, &verdict);
                 return verdict
                     .is_deny()
-                    .then(|| ClientVerdict::Reject(rejection(id, &verdict)));
+                    .then(|| ClientVerdict::Refuse(Refusal::answer(id, &verdict)));
             }
         };
         // The server's next answer belongs to the same retry chain.
@@ -252,7 +249,7 @@ impl Enforcer {
             )),
         }
         let waited =
-            Duration::from_millis(super::store::wall_ms().saturating_sub(asked.asked_at_ms));
+            Duration::from_millis(crate::state::wall_ms().saturating_sub(asked.asked_at_ms));
         if verdict.is_deny() {
             // Keep what was asked so a corrected retry is still accepted (unless it was the
             // wrong principal's: that map stays with its own).
@@ -264,7 +261,7 @@ impl Enforcer {
                 }
             }
             self.recorder.answer_rejected(ex, None, &verdict);
-            return Some(ClientVerdict::Reject(rejection(id, &verdict)));
+            return Some(ClientVerdict::Refuse(Refusal::answer(id, &verdict)));
         }
         self.remember_declines(ex, policy, &asked, &answered).await;
         for (mode, action, _) in answered {
@@ -281,7 +278,7 @@ impl Enforcer {
         ex: &Exchange,
         policy: &Policy,
         asked: &AskedRecord,
-        answered: &[(crate::elicitation::Mode, &'static str, u64)],
+        answered: &[(elicitgate_core::elicitation::Mode, &'static str, u64)],
     ) {
         for (_, action, fingerprint) in answered {
             if matches!(*action, "decline" | "cancel") {
@@ -330,22 +327,5 @@ pub(super) fn answer_action(result: &Value) -> &'static str {
         Some("decline") => "decline",
         Some("cancel") => "cancel",
         _ => "invalid",
-    }
-}
-
-/// The error for an answer that does not fit what was asked.
-fn answer_error(verdict: &Verdict) -> ErrorObject {
-    ErrorObject::gateway(
-        codes::INVALID_PARAMS,
-        "Elicitation answer rejected by gateway policy",
-        serde_json::json!({ "rules": verdict.denied_by.iter().map(|r| r.as_str()).collect::<Vec<_>>() }),
-    )
-}
-
-/// The client's message was refused: 400 with a JSON-RPC error naming the rules.
-pub(super) fn rejection<'a>(id: impl Into<Id<'a>>, verdict: &Verdict) -> Rejection {
-    Rejection {
-        status: StatusCode::BAD_REQUEST,
-        body: answer_error(verdict).response(id),
     }
 }

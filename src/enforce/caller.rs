@@ -14,7 +14,7 @@
 //! Scopes name sessions, credentials and addresses by digest only, so nothing stored holds a
 //! session id, a token or an address.
 
-use super::store::Scope;
+use crate::state::Scope;
 use http::HeaderValue;
 use sha2::{Digest, Sha256};
 use std::net::IpAddr;

@@ -1,7 +1,7 @@
-//! Live enforcement: where the pure decision ([`crate::inspect`]) meets traffic.
+//! Live enforcement: where the pure decision ([`elicitgate_core::inspect`]) meets traffic.
 //!
 //! Owns, for every exchange, the facts the decision needs (era, session, caller, declared
-//! capabilities, association), the state between messages (behind [`store::StateStore`]:
+//! capabilities, association), the state between messages (behind [`state::StateStore`]:
 //! embedded, or shared by replicas), and acting on a verdict: forwarding, removing a blocked
 //! elicitation from a stream and answering the server itself, replacing a blocked 2026-07-28
 //! result with an error, and rejecting answers that do not fit what was asked. Every decision
@@ -17,46 +17,83 @@
 pub mod answers;
 pub mod caller;
 pub mod judge;
-pub mod memory;
 pub mod prescan;
 pub mod record;
+pub mod refusal;
 pub mod releases;
 pub mod server;
 mod sessions;
 pub mod shaping;
-pub mod store;
-pub mod table;
 
-use crate::elicitation::{self, ClientCaps};
-use crate::inspect::{self, Era, UnknownAnswer};
-use crate::mcp::jsonrpc::{codes, Envelope, ErrorObject, Kind};
-use crate::mcp::message;
-use crate::policy::{Policy, PolicySet};
+use crate::state::table::TtlTable;
+use crate::state::{
+    PendingKey, Scope, SessionKey, StateStore, StoreResult, Take, Taken, Unavailable,
+};
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 pub use caller::Caller;
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
+use elicitgate_core::elicitation::{self, ClientCaps};
+use elicitgate_core::inspect::{self, Era, UnknownAnswer};
+use elicitgate_core::mcp::jsonrpc::{Envelope, Kind};
+use elicitgate_core::mcp::message;
+use elicitgate_core::policy::{Policy, PolicySet};
+use elicitgate_core::request::session_of;
+use http::HeaderMap;
 use record::Recorder;
+pub use refusal::{Refusal, RefusalKind, SessionRefusal};
 use releases::{Release, Releases};
 use serde_json::value::RawValue;
 use serde_json::Value;
-pub use sessions::session_of;
 use sessions::Binding;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use store::{PendingKey, Scope, SessionKey, StateStore, StoreResult, Take, Taken, Unavailable};
-use table::TtlTable;
 
 /// The one session of a stdio connection.
 pub const STDIO_SESSION: &str = "stdio";
 
-/// JSON-RPC code the client receives when a 2026-07-28 result was blocked: an application
-/// code outside the ranges JSON-RPC and MCP reserve (-32768…-32000).
-pub const POLICY_BLOCKED_CODE: i64 = codes::POLICY_BLOCKED;
+/// How a client message reached the gateway: what enforcement needs to know of its transport,
+/// and nothing more (no HTTP method, no status, no URI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Carrier {
+    /// An HTTP POST: one JSON-RPC message (or batch) in the body.
+    Post,
+    /// An HTTP GET opening a standalone stream of server messages (not tied to a request).
+    Get,
+    /// An HTTP GET resuming a stream (`Last-Event-ID`): it replays messages of the request
+    /// that opened it.
+    Resume,
+    /// An HTTP DELETE: the client ends its session.
+    Delete,
+    /// Any other HTTP method: forwarded as it came.
+    OtherHttp,
+    /// A line from a stdio client: one client, one session the gateway itself names.
+    Stdio,
+}
+
+impl Carrier {
+    /// An HTTP GET (standalone or resumed): some clients read any successful GET body as an
+    /// event stream.
+    pub fn is_get(self) -> bool {
+        matches!(self, Self::Get | Self::Resume)
+    }
+
+    /// Carries one client message to judge (a POST body or a stdio line).
+    pub fn carries_message(self) -> bool {
+        matches!(self, Self::Post | Self::Stdio)
+    }
+
+    /// The transport label of audit events.
+    pub fn transport(self) -> &'static str {
+        match self {
+            Self::Stdio => "stdio",
+            _ => "streamable-http",
+        }
+    }
+}
 
 /// Everything known about one client request, for judging what comes back. Built once per
-/// request ([`Enforcer::begin`], [`Enforcer::begin_stdio`]) and changed only by enforcement;
-/// the transports read it through the accessors below.
+/// request ([`Enforcer::begin`]) and changed only by enforcement; the transports read it
+/// through the accessors below.
 #[derive(Clone)]
 pub struct Exchange {
     route_name: Arc<str>,
@@ -73,6 +110,8 @@ pub struct Exchange {
     request_id: Option<Box<RawValue>>,
     method: Option<&'static str>,
     kind: Kind,
+    /// How the request arrived.
+    carrier: Carrier,
     /// False for a standalone GET stream (server messages not tied to a client request).
     associated: bool,
     /// Declared capabilities of an `initialize` request (legacy).
@@ -83,53 +122,8 @@ pub struct Exchange {
     call_name: Option<String>,
     /// `params.taskId` of a tasks request.
     task_id: Option<String>,
-    /// Where and with which headers the gateway itself answers the server.
-    upstream_uri: http::Uri,
-    answer_headers: AnswerHeaders,
-    /// A stdio exchange: one client, one session the gateway itself named.
-    stdio: bool,
-    /// An HTTP DELETE (the client ends its session).
-    deletes: bool,
     /// The pending elicitation this exchange's answer consumed (put back if undelivered).
     taken: Option<Arc<answers::Consumed>>,
-    /// An HTTP GET (a standalone or resumed stream): some clients read any successful GET
-    /// body as an event stream.
-    get: bool,
-}
-
-/// The request headers the gateway repeats when it answers the server on the client's behalf
-/// (session, protocol version, credentials). Kept without a map allocation: they are needed
-/// only on the rare path where the gateway answers.
-#[derive(Clone, Default)]
-pub struct AnswerHeaders([Option<HeaderValue>; 4]);
-
-impl AnswerHeaders {
-    fn capture(headers: &HeaderMap) -> Self {
-        Self(std::array::from_fn(|i| {
-            headers.get(&ANSWER_HEADERS[i]).cloned()
-        }))
-    }
-
-    /// A captured value, as text.
-    fn text(&self, which: usize) -> Option<&str> {
-        self.0[which].as_ref().and_then(|v| v.to_str().ok())
-    }
-
-    /// The headers of an answer POST.
-    pub fn to_map(&self) -> HeaderMap {
-        let mut map = HeaderMap::with_capacity(ANSWER_HEADERS.len() + 2);
-        for (name, value) in ANSWER_HEADERS.iter().zip(&self.0) {
-            if let Some(v) = value {
-                map.insert(name.clone(), v.clone());
-            }
-        }
-        map.insert("content-type", HeaderValue::from_static("application/json"));
-        map.insert(
-            "accept",
-            HeaderValue::from_static("application/json, text/event-stream"),
-        );
-        map
-    }
 }
 
 impl Exchange {
@@ -148,19 +142,16 @@ impl Exchange {
         self.kind
     }
 
-    /// An HTTP GET (a standalone or resumed stream).
-    pub fn is_get(&self) -> bool {
-        self.get
+    /// How the request arrived.
+    pub fn carrier(&self) -> Carrier {
+        self.carrier
     }
 
-    /// Where the gateway's own answers to the server go.
-    pub fn upstream_uri(&self) -> &http::Uri {
-        &self.upstream_uri
-    }
-
-    /// The request headers the gateway repeats when it answers the server.
-    pub fn answer_headers(&self) -> &AnswerHeaders {
-        &self.answer_headers
+    /// The 2024-11-05 HTTP+SSE transport announced this stream's session (its `endpoint`
+    /// event): every server message on the stream belongs to it and is associated.
+    pub fn announced(&mut self, session: Option<Arc<str>>) {
+        self.session = session;
+        self.associated = true;
     }
 
     /// A stdio server's own message (not a response to a client request): associated only
@@ -235,23 +226,14 @@ impl Exchange {
     }
 }
 
-/// A refused client message: the JSON-RPC error the client gets, and the HTTP status it
-/// travels with (stdio ignores the status). The transports turn it into a response or a line.
-#[derive(Debug)]
-pub struct Rejection {
-    pub status: StatusCode,
-    pub body: Bytes,
-}
-
 /// What to do with a client message.
+#[derive(Debug)]
 pub enum ClientVerdict {
     /// Forward this body (the original, or a capability-shaped rewrite).
     Forward(Bytes),
-    /// Refuse: answer the client with this, forward nothing.
-    Reject(Rejection),
-    /// Forward `body` instead of the client's (so the server is not left waiting), then answer
-    /// the client with `rejection`.
-    Substitute { body: Bytes, rejection: Rejection },
+    /// Forward nothing of it; answer the client (and, when [`Refusal::tell_server`], the
+    /// waiting server) as the carrier maps the refusal.
+    Refuse(Refusal),
 }
 
 /// Bounds and times of enforcement that do not depend on the backend.
@@ -282,28 +264,32 @@ pub struct Enforcer {
     pub max_per_response: usize,
 }
 
-/// Request headers the gateway repeats when it answers the server on the client's behalf.
-const ANSWER_HEADERS: [HeaderName; 4] = [
-    HeaderName::from_static("mcp-session-id"),
-    HeaderName::from_static("mcp-protocol-version"),
-    http::header::AUTHORIZATION,
-    http::header::COOKIE,
-];
-/// Positions in [`ANSWER_HEADERS`].
-const SESSION_HEADER: usize = 0;
-const VERSION_HEADER: usize = 1;
-
 /// What the transport knows of one client request when enforcement begins.
 pub struct RequestFacts<'a> {
     pub route_name: Arc<str>,
     pub upstream_label: Arc<str>,
-    pub method: &'a Method,
-    pub headers: &'a HeaderMap,
+    pub carrier: Carrier,
+    /// The request's headers (none for stdio).
+    pub headers: Option<&'a HeaderMap>,
     pub envelope: &'a Envelope,
     pub caller: Caller,
     /// The request URI's query (the 2024-11-05 transport names its session there).
     pub query: Option<&'a str>,
-    pub upstream_uri: http::Uri,
+}
+
+impl<'a> RequestFacts<'a> {
+    /// The facts of one line from a stdio client.
+    pub fn stdio(route_name: Arc<str>, envelope: &'a Envelope) -> Self {
+        Self {
+            route_name,
+            upstream_label: Arc::from("stdio"),
+            carrier: Carrier::Stdio,
+            headers: None,
+            envelope,
+            caller: Caller::fixed("stdio"),
+            query: None,
+        }
+    }
 }
 
 impl Enforcer {
@@ -375,9 +361,9 @@ impl Enforcer {
     pub(crate) async fn release(&self, due: Vec<releases::Due>) {
         for (key, release, why) in due {
             let reason = match why {
-                table::Dropped::Expired => "expired",
-                table::Dropped::Evicted => "evicted",
-                table::Dropped::Cleared => "cleared",
+                crate::state::table::Dropped::Expired => "expired",
+                crate::state::table::Dropped::Evicted => "evicted",
+                crate::state::table::Dropped::Cleared => "cleared",
             };
             self.release_if_pending(&key, release, reason).await;
         }
@@ -398,12 +384,7 @@ impl Enforcer {
     }
 
     pub(crate) fn release_one(&self, release: Release, reason: &'static str) {
-        let error = ErrorObject::gateway(
-            codes::INTERNAL_ERROR,
-            "The user's answer did not reach the gateway in time",
-            serde_json::json!({ "reason": format!("elicitation_{reason}") }),
-        );
-        let body = error.response(Some(&release.id));
+        let body = refusal::undeliverable(&release.id, reason);
         self.recorder
             .pending_released(&release.exchange.route_name, reason);
         release
@@ -411,21 +392,33 @@ impl Enforcer {
             .answer(&release.exchange, body, &self.recorder);
     }
 
-    /// Starts an exchange for a routed client request.
+    /// Starts an exchange for one client request, whatever carried it.
     pub fn begin(&self, facts: RequestFacts<'_>) -> Exchange {
         let RequestFacts {
             route_name,
             upstream_label,
-            method,
+            carrier,
             headers,
             envelope,
             caller,
             query,
-            upstream_uri,
         } = facts;
-        let answer_headers = AnswerHeaders::capture(headers);
-        let (session, ambiguous_session) = session_of(answer_headers.text(SESSION_HEADER), query);
-        let era = Era::of_header(answer_headers.text(VERSION_HEADER));
+        let header = |name: &str| {
+            headers
+                .and_then(|h| h.get(name))
+                .and_then(|v| v.to_str().ok())
+        };
+        let (session, ambiguous_session, era) = match carrier {
+            Carrier::Stdio => (Some(Arc::from(STDIO_SESSION)), false, Era::Legacy2025_11),
+            _ => {
+                let (session, ambiguous) = session_of(header("mcp-session-id"), query);
+                (
+                    session,
+                    ambiguous,
+                    Era::of_header(header("mcp-protocol-version")),
+                )
+            }
+        };
         Exchange {
             route_name,
             upstream_label,
@@ -437,63 +430,26 @@ impl Enforcer {
             request_id: envelope.id.clone(),
             method: envelope.method,
             kind: envelope.kind,
+            carrier,
             // A standalone GET stream carries unsolicited messages; a GET that resumes a
             // stream (Last-Event-ID) replays messages of the request that opened it.
-            associated: *method != Method::GET
-                || headers.contains_key(HeaderName::from_static("last-event-id")),
+            associated: carrier != Carrier::Get,
             init_caps: None,
             request_caps: None,
             call_name: None,
             task_id: None,
-            upstream_uri,
-            answer_headers,
-            stdio: false,
-            deletes: *method == Method::DELETE,
             taken: None,
-            get: *method == Method::GET,
-        }
-    }
-
-    /// Starts an exchange for one message from a stdio client (one client, one session).
-    pub fn begin_stdio(&self, route_name: Arc<str>, envelope: &Envelope) -> Exchange {
-        Exchange {
-            route_name,
-            upstream_label: Arc::from("stdio"),
-            era: Era::Legacy2025_11,
-            session: Some(Arc::from(STDIO_SESSION)),
-            ambiguous_session: false,
-            caller: Caller::fixed("stdio"),
-            chain: OnceLock::new(),
-            request_id: envelope.id.clone(),
-            method: envelope.method,
-            kind: envelope.kind,
-            associated: true,
-            init_caps: None,
-            request_caps: None,
-            call_name: None,
-            task_id: None,
-            upstream_uri: http::Uri::default(),
-            answer_headers: AnswerHeaders::default(),
-            stdio: true,
-            deletes: false,
-            taken: None,
-            get: false,
         }
     }
 
     /// Judges a client message before it is forwarded.
-    pub async fn on_client_message(
-        &self,
-        ex: &mut Exchange,
-        method: &Method,
-        body: Bytes,
-    ) -> ClientVerdict {
+    pub async fn on_client_message(&self, ex: &mut Exchange, body: Bytes) -> ClientVerdict {
         if ex.ambiguous_session {
             // Streamable HTTP servers read the header, HTTP+SSE servers the query (the
             // TypeScript SDK the first `sessionId`, Python's Starlette the last
             // `session_id`): judged as one session, acted on as another. Refused.
             self.recorder.refused(ex, "client", "session.ambiguous");
-            return ClientVerdict::Reject(invalid_message_rejection(
+            return ClientVerdict::Refuse(Refusal::unreadable(
                 ex.request_id.as_deref(),
                 "session.ambiguous",
             ));
@@ -501,30 +457,31 @@ impl Enforcer {
         if let Some(refused) = self.check_binding(ex).await {
             return refused;
         }
-        if *method == Method::DELETE {
+        if ex.carrier == Carrier::Delete {
             // The session's state goes once the server confirms it ended the session
-            // ([`Enforcer::on_response_head`]): a DELETE the server refuses changes nothing.
+            // ([`Enforcer::on_server_answer`]): a DELETE the server refuses changes nothing.
             return ClientVerdict::Forward(body);
         }
-        if *method == Method::POST && ex.kind == Kind::Batch && batch_carries_answers(&body) {
+        let message_carrier = ex.carrier.carries_message();
+        if message_carrier && ex.kind == Kind::Batch && batch_carries_answers(&body) {
             // Batches ended with 2025-03-26, before elicitation existed: a batch that carries
             // elicitation answers cannot be legitimate, and would slip past the answer checks.
             let policy = self.policy(&ex.route_name);
             let verdict = inspect::unknown_response(UnknownAnswer::UnknownId, &policy);
             self.recorder.answer_rejected(ex, None, &verdict);
             if verdict.is_deny() {
-                return ClientVerdict::Reject(answers::rejection(None::<&Value>, &verdict));
+                return ClientVerdict::Refuse(Refusal::answer(None::<&Value>, &verdict));
             }
         }
-        if *method == Method::POST && ex.kind == Kind::Invalid {
+        if message_carrier && ex.kind == Kind::Invalid {
             // Not one JSON-RPC message the gateway can read (bad JSON, a member given twice,
             // neither `id` nor `method`, a request and a response at once): refused, not
             // forwarded unread. A server that reads it differently (the last of two `method`
             // members, say) would otherwise act on a message the gateway never judged.
             self.recorder.refused(ex, "client", "jsonrpc.shape");
-            return ClientVerdict::Reject(invalid_message_rejection(None, "jsonrpc.shape"));
+            return ClientVerdict::Refuse(Refusal::unreadable(None::<&Value>, "jsonrpc.shape"));
         }
-        if *method != Method::POST
+        if !message_carrier
             || !matches!(ex.kind, Kind::Request | Kind::Response | Kind::Notification)
         {
             return ClientVerdict::Forward(body);
@@ -550,7 +507,7 @@ impl Enforcer {
             Ok(message) => message,
             Err(why) => {
                 self.recorder.refused(ex, "client", why.reason());
-                return ClientVerdict::Reject(invalid_message_rejection(
+                return ClientVerdict::Refuse(Refusal::unreadable(
                     ex.request_id.as_deref(),
                     why.reason(),
                 ));
@@ -599,7 +556,7 @@ impl Enforcer {
             // other session declares nothing: capabilities belong to the session the server
             // creates, never to an id a client chose.
             if let Some(session) = ex.session.clone() {
-                if ex.stdio {
+                if ex.carrier == Carrier::Stdio {
                     self.remember_session(ex, &session, false).await;
                 } else {
                     self.declare_announced_session(ex, &session).await;
@@ -625,30 +582,26 @@ impl Enforcer {
 
     /// A client body that cannot be read as the server would read it (transport stage):
     /// refused and recorded.
-    pub fn refuse_client(&self, ex: &Exchange, reason: &'static str) -> Rejection {
+    pub fn refuse_client(&self, ex: &Exchange, reason: &'static str) -> Refusal {
         self.recorder.refused(ex, "client", reason);
-        let mut rejection = invalid_message_rejection(ex.request_id.as_deref(), reason);
-        rejection.status = StatusCode::UNSUPPORTED_MEDIA_TYPE;
-        rejection
+        Refusal::encoding(ex.request_id.as_deref(), reason)
     }
 
     /// An upstream response that cannot be read as a client would read it (transport stage):
-    /// refused and recorded. A request's client gets the blocked-content error for its own id
-    /// (HTTP 200, as for every blocked result, so every SDK surfaces the JSON-RPC error);
-    /// anything else a 502.
-    pub fn refuse_server(&self, ex: &Exchange, reason: &'static str) -> Rejection {
+    /// refused and recorded. A request's client gets the blocked-content error for its own id;
+    /// anything else an error without one.
+    pub fn refuse_server(&self, ex: &Exchange, reason: &'static str) -> Refusal {
         tracing::warn!(route = %ex.route_name, reason, "Refused an upstream response the gateway cannot read as a client would.");
         self.recorder.refused(ex, "server", reason);
-        let error = ErrorObject::blocked([crate::inspect::RuleId::RequestMalformed.as_str()])
-            .with_reason(reason);
-        let (status, id) = match (ex.kind, ex.request_id.as_deref()) {
-            (Kind::Request, Some(id)) => (StatusCode::OK, Some(id)),
-            _ => (StatusCode::BAD_GATEWAY, None),
+        let id = match ex.kind {
+            Kind::Request => ex.request_id.as_deref(),
+            _ => None,
         };
-        Rejection {
-            status,
-            body: error.response(id),
-        }
+        Refusal::server_content(
+            id,
+            &[elicitgate_core::inspect::RuleId::RequestMalformed],
+            Some(reason),
+        )
     }
 }
 
@@ -667,20 +620,5 @@ fn batch_carries_answers(body: &[u8]) -> bool {
     }
 }
 
-/// The answer to a POST body that is not one readable JSON-RPC message: `reason` is always
-/// `invalid_message`, `detail` the bounded label of what could not be read.
-pub fn invalid_message_rejection(id: Option<&RawValue>, detail: &'static str) -> Rejection {
-    let error = ErrorObject::gateway(
-        codes::INVALID_REQUEST,
-        "Not a JSON-RPC message the gateway can read",
-        serde_json::json!({ "reason": "invalid_message", "detail": detail }),
-    );
-    Rejection {
-        status: StatusCode::BAD_REQUEST,
-        body: error.response(id),
-    }
-}
-
 #[cfg(test)]
-#[path = "tests.rs"]
 mod tests;

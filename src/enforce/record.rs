@@ -8,11 +8,11 @@
 
 use super::Exchange;
 use crate::audit::{AuditEvent, AuditFinding, Auditor, EventKind, PropertyShape};
-use crate::elicitation::Mode;
-use crate::elicitation::{ElicitationView, ModeField};
-use crate::inspect::Verdict;
 use crate::metrics::Metrics;
-use crate::policy::Policy;
+use elicitgate_core::elicitation::Mode;
+use elicitgate_core::elicitation::{ElicitationView, ModeField};
+use elicitgate_core::inspect::Verdict;
+use elicitgate_core::policy::Policy;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +30,7 @@ impl Recorder {
             route: Some(ex.route_name.to_string()),
             upstream: Some(ex.upstream_label.to_string()),
             revision: Some(ex.era.name().to_owned()),
-            transport: Some(if ex.stdio { "stdio" } else { "streamable-http" }),
+            transport: Some(ex.carrier().transport()),
             session: ex
                 .session
                 .as_deref()

@@ -8,9 +8,9 @@
 //! through any replica) is the server told.
 
 use super::judge::ServerChannel;
-use super::store::PendingKey;
-use super::table::{Dropped, TtlTable};
 use super::Exchange;
+use crate::state::table::{Dropped, TtlTable};
+use crate::state::PendingKey;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 

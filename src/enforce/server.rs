@@ -6,29 +6,31 @@
 //! an SSE event; tasks `tasks/get` too), a `-32042` error; plus
 //! `notifications/elicitation/complete`. Every text enters through
 //! [`Enforcer::judge_server_text`]: byte pre-scan, strict read
-//! ([`crate::mcp::message::read`]), exactly one JSON-RPC shape, judgment. A text that names an
+//! ([`elicitgate_core::mcp::message::read`]), exactly one JSON-RPC shape, judgment. A text that names an
 //! elicitation carrier but cannot be read that way is [`ServerVerdict::Refuse`]d (fail closed).
 //!
 //! The stages of a judgment: the facts of all the message's elicitations in one store round
-//! trip ([`store::FactsQuery`](super::store::FactsQuery)), the pure decision
+//! trip ([`state::FactsQuery`](crate::state::FactsQuery)), the pure decision
 //! ([`inspect::inspect`]) for each, then what was forwarded is recorded (and must be, before
 //! the message goes out: an answer may reach another replica at once). A store that cannot
 //! answer makes every step that needs it fail closed (`state.unavailable`).
 
 use super::judge::{ServerChannel, ServerVerdict, TOO_MANY};
+use super::refusal;
 use super::releases::Release;
-use super::store::{
+use super::{Enforcer, Exchange};
+use crate::state::{
     self, AskedEntry, AskedKey, AskedRecord, Completion, FactsQuery, PendingKey, PendingRecord,
     UrlKey,
 };
-use super::{Enforcer, Exchange};
-use crate::elicitation::{self, ClientCaps, ElicitationView, Mode, ModeField};
-use crate::inspect::{self, AskedElicitation, Era, InspectContext, RuleId, UnknownAnswer, Verdict};
-use crate::mcp::jsonrpc::{self, canonical_id, codes, ErrorObject, Shape};
-use crate::mcp::message::{self, Unreadable};
-use crate::policy::{OnBlock, Policy};
-use bytes::Bytes;
-use serde_json::{json, Value};
+use elicitgate_core::elicitation::{self, ClientCaps, ElicitationView, Mode, ModeField};
+use elicitgate_core::inspect::{
+    self, AskedElicitation, Era, InspectContext, RuleId, UnknownAnswer, Verdict,
+};
+use elicitgate_core::mcp::jsonrpc::{self, canonical_id, codes, Shape};
+use elicitgate_core::mcp::message::{self, Unreadable};
+use elicitgate_core::policy::Policy;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -53,7 +55,7 @@ impl Enforcer {
     /// The client left a stream before its request was answered: the legacy elicitations it
     /// was shown can no longer be answered through it, so each is released (its server's
     /// call ends with an error) instead of waiting out its time to live.
-    pub(super) fn spawn_release_pending(self: &Arc<Self>, keys: Vec<PendingKey>) {
+    pub fn spawn_release_pending(self: &Arc<Self>, keys: Vec<PendingKey>) {
         let enforcer = self.clone();
         spawn(async move {
             for key in keys {
@@ -68,7 +70,7 @@ impl Enforcer {
     }
 
     /// Forgets pending legacy elicitations whose request is over.
-    pub(super) fn spawn_forget_pending(self: &Arc<Self>, keys: Vec<PendingKey>) {
+    pub fn spawn_forget_pending(self: &Arc<Self>, keys: Vec<PendingKey>) {
         for key in &keys {
             self.releases.remove(key);
         }
@@ -119,29 +121,6 @@ impl Enforcer {
             self.recorder.refused(ex, "server", reason);
         }
         Judged::Read(message, verdict)
-    }
-
-    /// Judges a whole JSON response body to the client's request; returns the body to send.
-    /// What is refused or dropped becomes the blocked-content error for the client's own
-    /// request id (nothing of the server's message is echoed).
-    pub async fn judge_json_body(
-        &self,
-        ex: &Exchange,
-        body: Bytes,
-        channel: &ServerChannel,
-    ) -> Bytes {
-        match self.judge_server_text(ex, &body, channel).await {
-            Judged::Plain | Judged::Read(_, ServerVerdict::Keep) => body,
-            Judged::Read(_, ServerVerdict::Replace(v)) => Bytes::from(v.to_string()),
-            Judged::Read(_, ServerVerdict::Drop) => {
-                blocked_response(ex, &[RuleId::RequestMalformed])
-            }
-            Judged::Read(_, ServerVerdict::Refuse(reason)) => {
-                ErrorObject::blocked([RuleId::RequestMalformed.as_str()])
-                    .with_reason(reason)
-                    .response(ex.request_id.as_deref())
-            }
-        }
     }
 
     /// Judges one parsed message from the server, of exactly one JSON-RPC shape.
@@ -219,7 +198,7 @@ impl Enforcer {
         let facts = self.store.facts(&query).await;
         let (facts, unavailable) = match self.noted("facts", facts) {
             Ok(facts) => (facts, false),
-            Err(store::Unavailable) => (store::Facts::default(), true),
+            Err(state::Unavailable) => (state::Facts::default(), true),
         };
         let caps = match caps_from {
             CapsFrom::Request(caps) => caps,
@@ -282,7 +261,7 @@ impl Enforcer {
         let mode = mode_of(&view);
         let scope = ex.scope();
         let ttl = policy.pending_ttl();
-        let now = store::wall_ms();
+        let now = state::wall_ms();
         let url = match (mode, view.elicitation_id()) {
             (Mode::Url, Some(eid)) => Some(UrlKey {
                 route: ex.route_name.clone(),
@@ -306,7 +285,7 @@ impl Enforcer {
             .await;
         let evicted = match self.noted("put_pending", put) {
             Ok(evicted) => evicted,
-            Err(store::Unavailable) => {
+            Err(state::Unavailable) => {
                 // Not recorded: its answer could not be checked. Never shown; the server is
                 // answered as for any block.
                 tracing::warn!(route = %ex.route_name, "The state store did not record an elicitation; it is blocked (state.unavailable).");
@@ -340,14 +319,7 @@ impl Enforcer {
         policy: &Policy,
         channel: &ServerChannel,
     ) {
-        let answer = match policy.on_block() {
-            OnBlock::Decline => Bytes::from(
-                json!({"jsonrpc":"2.0","id":id,"result":{"action":"decline"}}).to_string(),
-            ),
-            OnBlock::Error => ErrorObject::blocked(rules.iter().map(|r| r.as_str()))
-                .with_code(codes::INVALID_PARAMS)
-                .response(Some(id)),
-        };
+        let answer = refusal::to_server_blocked(policy.on_block(), id, rules);
         channel.answer(ex, answer, &self.recorder);
     }
 
@@ -366,7 +338,7 @@ impl Enforcer {
             Ok(Completion::Completed) => None,
             Ok(Completion::AlreadyCompleted) => Some(UnknownAnswer::CompletionAlreadyCompleted),
             Ok(Completion::Unknown) => Some(UnknownAnswer::CompletionUnknownId),
-            Err(store::Unavailable) => {
+            Err(state::Unavailable) => {
                 // Cannot be vetted: not forwarded.
                 self.recorder.completion(ex, false);
                 return ServerVerdict::Drop;
@@ -451,7 +423,7 @@ impl Enforcer {
         {
             let record = AskedRecord {
                 entries,
-                asked_at_ms: store::wall_ms(),
+                asked_at_ms: state::wall_ms(),
                 scope: ex.scope().to_string(),
                 chain: ex.chain().to_string(),
                 principal: ex.verified_principal().map(|p| p.to_string()),
@@ -541,14 +513,8 @@ fn mode_of(view: &ElicitationView<'_>) -> Mode {
 /// The error a client gets instead of a blocked result: its own request id (the carrying
 /// message's when the exchange has none), the rule ids, nothing of the blocked content.
 fn blocked_value(ex: &Exchange, message: &Value, rules: &[RuleId]) -> Value {
-    let error = ErrorObject::blocked(rules.iter().map(|r| r.as_str()));
     match ex.request_id.as_deref() {
-        Some(id) => error.response_value(Some(id)),
-        None => error.response_value(message.get("id")),
+        Some(id) => refusal::blocked_value(Some(id), rules),
+        None => refusal::blocked_value(message.get("id"), rules),
     }
-}
-
-/// [`blocked_value`] for a body that could not be read at all: the client's request id only.
-pub fn blocked_response(ex: &Exchange, rules: &[RuleId]) -> Bytes {
-    ErrorObject::blocked(rules.iter().map(|r| r.as_str())).response(ex.request_id.as_deref())
 }

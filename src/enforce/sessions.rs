@@ -6,12 +6,11 @@
 //! for the session its server announced, stdio at once), ending a session when the server
 //! confirms a DELETE, and the principal binding checked on every request that names a session.
 
-use super::answers;
+use super::refusal::{Refusal, SessionRefusal};
 use super::server;
-use super::store::{Declared, Scope, SessionKey, SessionRecord, Unavailable};
-use super::{ClientVerdict, Enforcer, Exchange};
-use crate::inspect;
-use http::{HeaderMap, StatusCode};
+use super::{Carrier, ClientVerdict, Enforcer, Exchange};
+use crate::state::{Declared, Scope, SessionKey, SessionRecord, Unavailable};
+use elicitgate_core::inspect;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -28,9 +27,11 @@ const UNBOUND_TTL: Duration = Duration::from_secs(1);
 
 impl Enforcer {
     /// Identity on: a request naming a legacy session must come from the principal that
-    /// created it (`session.mismatch`, 403). A session the store knows no owner for (unknown,
-    /// expired, created before identity was on) is refused with 404, which MCP clients answer
-    /// by starting a new session; a store that cannot answer, with 503 (`state.unavailable`).
+    /// created it ([`SessionRefusal::Mismatch`], `session.mismatch`). A session the store
+    /// knows no owner for (unknown, expired, created before identity was on) is
+    /// [`SessionRefusal::Unknown`] (HTTP maps it to 404, which MCP clients answer by starting a
+    /// new session); a store that cannot answer, [`SessionRefusal::StoreUnavailable`]
+    /// (`state.unavailable`).
     /// The owner is read once per session and process, then cached; the cached binding keeps
     /// the stored record alive (a touch at most every quarter of `timeouts.session_idle`, off
     /// the request path), so a session in use does not expire for want of elicitations.
@@ -61,9 +62,11 @@ impl Enforcer {
                         self.recorder
                             .client_refused(ex, &verdict, "state.unavailable");
                         return verdict.is_deny().then(|| {
-                            let mut r = answers::rejection(ex.request_id.as_deref(), &verdict);
-                            r.status = StatusCode::SERVICE_UNAVAILABLE;
-                            ClientVerdict::Reject(r)
+                            ClientVerdict::Refuse(Refusal::session(
+                                ex.request_id.as_deref(),
+                                SessionRefusal::StoreUnavailable,
+                                &verdict,
+                            ))
                         });
                     }
                 };
@@ -81,15 +84,13 @@ impl Enforcer {
         }
         let policy = self.policy(&ex.route_name);
         let verdict = inspect::session_mismatch(&policy, "session");
-        let (reason, status) = match owner {
-            Some(_) => ("session.mismatch", StatusCode::FORBIDDEN),
-            None => ("session.unknown", StatusCode::NOT_FOUND),
+        let (reason, why) = match owner {
+            Some(_) => ("session.mismatch", SessionRefusal::Mismatch),
+            None => ("session.unknown", SessionRefusal::Unknown),
         };
         self.recorder.client_refused(ex, &verdict, reason);
         verdict.is_deny().then(|| {
-            let mut rejection = answers::rejection(ex.request_id.as_deref(), &verdict);
-            rejection.status = status;
-            ClientVerdict::Reject(rejection)
+            ClientVerdict::Refuse(Refusal::session(ex.request_id.as_deref(), why, &verdict))
         })
     }
 
@@ -114,14 +115,18 @@ impl Enforcer {
         bindings.insert(key, binding, Instant::now(), ttl);
     }
 
-    /// Records the session a legacy `initialize` created (Streamable HTTP: the response's
-    /// `Mcp-Session-Id` to an `initialize` that carried none). A session id already known is
-    /// never re-declared: only the server's new session gets the declaring client's modes.
-    /// Awaited before the response goes out, so no replica can see the session before its
-    /// record exists.
-    pub async fn on_response_head(&self, ex: &Exchange, status: StatusCode, headers: &HeaderMap) {
-        if ex.deletes {
-            if let (true, Some(key)) = (status.is_success(), ex.session_key()) {
+    /// The server answered the request (before its body is read): `succeeded` says whether
+    /// it accepted it, `session` is the session its answer names (Streamable HTTP's
+    /// `Mcp-Session-Id` response header).
+    ///
+    /// Records the session a legacy `initialize` created (an `initialize` that named none).
+    /// A session id already known is never re-declared: only the server's new session gets
+    /// the declaring client's modes. Ends the session the client deleted once the server
+    /// confirms it. Awaited before the response goes out, so no replica can see the session
+    /// before its record exists.
+    pub async fn on_server_answer(&self, ex: &Exchange, succeeded: bool, session: Option<&str>) {
+        if ex.carrier == Carrier::Delete {
+            if let (true, Some(key)) = (succeeded, ex.session_key()) {
                 let ended = self.store.end_session(&key).await;
                 let _ = self.noted("end_session", ended);
             }
@@ -130,7 +135,7 @@ impl Enforcer {
         if ex.init_caps.is_none() || ex.session.is_some() {
             return;
         }
-        if let Some(session) = headers.get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+        if let Some(session) = session {
             self.remember_session(ex, session, true).await;
         }
     }
@@ -216,25 +221,4 @@ fn declared_record(ex: &Exchange, session: &str) -> Option<(SessionKey, SessionR
         principal: ex.verified_principal().map(|p| p.to_string()),
     };
     Some((key, record))
-}
-
-/// The session a request names, and whether it names it ambiguously. Streamable HTTP names
-/// it in `Mcp-Session-Id`; the 2024-11-05 HTTP+SSE transport in the POST URI's query
-/// (`sessionId` in the TypeScript SDK, `session_id` in Python's). More than one query value,
-/// or a header and a query value that differ, is ambiguous.
-pub fn session_of(header: Option<&str>, query: Option<&str>) -> (Option<Arc<str>>, bool) {
-    let mut in_query: Option<std::borrow::Cow<'_, str>> = None;
-    let mut ambiguous = false;
-    for (k, v) in url::form_urlencoded::parse(query.unwrap_or_default().as_bytes()) {
-        if k == "sessionId" || k == "session_id" {
-            ambiguous |= in_query.is_some();
-            in_query = Some(v);
-        }
-    }
-    match (header, in_query) {
-        (Some(h), Some(q)) => (Some(Arc::from(h)), ambiguous || h != q),
-        (Some(h), None) => (Some(Arc::from(h)), ambiguous),
-        (None, Some(q)) => (Some(Arc::from(q.as_ref())), ambiguous),
-        (None, None) => (None, ambiguous),
-    }
 }

@@ -8,8 +8,8 @@
 //! not judge. 2026-07-28: `params._meta["io.modelcontextprotocol/clientCapabilities"]` on every
 //! request. Nothing else in the message changes.
 
-use crate::elicitation::{Mode, META_CLIENT_CAPABILITIES};
-use crate::policy::Policy;
+use elicitgate_core::elicitation::{Mode, META_CLIENT_CAPABILITIES};
+use elicitgate_core::policy::Policy;
 use serde_json::{Map, Value};
 
 /// Shapes an `initialize` request in place; true when it changed.

@@ -4,8 +4,8 @@
 
 use super::judge::{AnswerServer, Judged, ServerChannel, ServerVerdict};
 use super::record::Recorder;
-use super::store::{Declared, SessionRecord};
 use super::*;
+use crate::state::{self, Declared, SessionRecord};
 use std::sync::Mutex;
 
 /// Runs a future of the enforcement core to its end: with the memory store (and the failing
@@ -34,7 +34,7 @@ fn enforcer(policy: &str) -> Arc<Enforcer> {
     let settings = crate::settings::Settings::from_yaml(&yaml, std::path::Path::new(".")).unwrap();
     let metrics = crate::metrics::Metrics::new();
     let (sink, _rx) = crate::audit::sink::AuditSink::memory(metrics.audit_events_dropped.clone());
-    crate::enforcer_for(&settings, &metrics, sink).unwrap()
+    crate::start::enforcer_for(&settings, &metrics, sink).unwrap()
 }
 
 /// A stdio-style exchange (one session) whose client declared `caps` in `initialize`.
@@ -42,13 +42,19 @@ fn session(enforcer: &Enforcer, caps: &str) -> Exchange {
     let init = format!(
         r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{caps},"clientInfo":{{"name":"t","version":"1"}}}}}}"#
     );
-    let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(init.as_bytes()));
+    let mut ex = enforcer.begin(RequestFacts::stdio(
+        Arc::from("demo"),
+        &Envelope::peek(init.as_bytes()),
+    ));
     assert!(matches!(
-        now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(init))),
+        now(enforcer.on_client_message(&mut ex, Bytes::from(init))),
         ClientVerdict::Forward(_)
     ));
     let call = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#;
-    enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(call))
+    enforcer.begin(RequestFacts::stdio(
+        Arc::from("demo"),
+        &Envelope::peek(call),
+    ))
 }
 
 fn judge(enforcer: &Enforcer, ex: &Exchange, channel: &ServerChannel, text: &str) -> ServerVerdict {
@@ -74,7 +80,10 @@ fn a_blocked_form_is_dropped_and_the_server_answered_through_the_trait() {
     let answers = fake.0.lock().unwrap();
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0]["id"], "e-1");
-    assert_eq!(answers[0]["error"]["code"], codes::INVALID_PARAMS);
+    assert_eq!(
+        answers[0]["error"]["code"],
+        elicitgate_core::mcp::jsonrpc::codes::INVALID_PARAMS
+    );
     assert_eq!(
         answers[0]["error"]["data"]["rules"],
         serde_json::json!(["form.secret"])
@@ -101,27 +110,31 @@ fn an_allowed_form_is_pending_and_its_answer_checked_by_canonical_id() {
         ServerVerdict::Keep
     ));
     let answer = |text: &str| {
-        let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
-        now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text.to_owned())))
+        let mut ex = enforcer.begin(RequestFacts::stdio(
+            Arc::from("demo"),
+            &Envelope::peek(text.as_bytes()),
+        ));
+        now(enforcer.on_client_message(&mut ex, Bytes::from(text.to_owned())))
     };
     // An extra field: the server gets the gateway's error instead, the client a 400.
     let verdict = answer(
         r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red","password":"x"}}}"#,
     );
-    let ClientVerdict::Substitute { body, rejection } = verdict else {
-        panic!("expected a substitute");
+    let ClientVerdict::Refuse(refusal) = verdict else {
+        panic!("expected a refusal");
     };
-    let to_server: Value = serde_json::from_slice(&body).unwrap();
+    assert!(refusal.tell_server, "the waiting server is not told");
+    assert!(matches!(refusal.kind, RefusalKind::Answer { .. }));
+    let to_server: Value = serde_json::from_slice(&refusal.message()).unwrap();
     assert_eq!(
         to_server["error"]["data"]["rules"],
         serde_json::json!(["response.invalid"])
     );
-    assert_eq!(rejection.status, StatusCode::BAD_REQUEST);
     // Answered once: a second answer is a replay.
     let verdict = answer(
         r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red"}}}"#,
     );
-    assert!(matches!(verdict, ClientVerdict::Reject(_)));
+    assert!(matches!(&verdict, ClientVerdict::Refuse(r) if !r.tell_server));
 }
 
 #[test]
@@ -136,9 +149,12 @@ fn numeric_ids_match_in_any_spelling() {
     ));
     let text =
         r#"{"jsonrpc":"2.0","id":7.0,"result":{"action":"accept","content":{"colour":"red"}}}"#;
-    let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
+    let mut ex = enforcer.begin(RequestFacts::stdio(
+        Arc::from("demo"),
+        &Envelope::peek(text.as_bytes()),
+    ));
     assert!(matches!(
-        now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text))),
+        now(enforcer.on_client_message(&mut ex, Bytes::from(text))),
         ClientVerdict::Forward(_)
     ));
 }
@@ -201,9 +217,14 @@ fn client_bodies_serde_cannot_read_are_rejected_not_forwarded() {
         r#"{"jsonrpc":"2.0","id":"e-1","result":{"action":"accept","content":{"n":1e400}}}"#,
         r#"{"jsonrpc":"2.0","id":"e-1","method":"x","result":{"action":"accept"}}"#,
     ] {
-        let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
-        match now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text))) {
-            ClientVerdict::Reject(r) => assert_eq!(r.status, StatusCode::BAD_REQUEST),
+        let mut ex = enforcer.begin(RequestFacts::stdio(
+            Arc::from("demo"),
+            &Envelope::peek(text.as_bytes()),
+        ));
+        match now(enforcer.on_client_message(&mut ex, Bytes::from(text))) {
+            ClientVerdict::Refuse(r) => {
+                assert!(matches!(r.kind, RefusalKind::Unreadable { .. }), "{r:?}")
+            }
             _ => panic!("{text} was not rejected"),
         }
     }
@@ -212,7 +233,7 @@ fn client_bodies_serde_cannot_read_are_rejected_not_forwarded() {
 /// A store that counts every operation and can be switched to fail (as a Redis that is down
 /// does), over the memory store.
 struct FakeStore {
-    inner: super::memory::MemoryStore,
+    inner: crate::state::memory::MemoryStore,
     calls: std::sync::atomic::AtomicUsize,
     down: std::sync::atomic::AtomicBool,
 }
@@ -220,7 +241,7 @@ struct FakeStore {
 impl FakeStore {
     fn new() -> Self {
         Self {
-            inner: super::memory::MemoryStore::new(&super::memory::MemoryLimits {
+            inner: crate::state::memory::MemoryStore::new(&crate::state::memory::MemoryLimits {
                 max_sessions: 100,
                 max_pending: 100,
                 max_pending_bytes: usize::MAX,
@@ -238,21 +259,21 @@ impl FakeStore {
         self.down.store(down, std::sync::atomic::Ordering::SeqCst);
     }
 
-    fn pass<'a, T: Send + 'a>(&self, f: store::StoreFuture<'a, T>) -> store::StoreFuture<'a, T> {
+    fn pass<'a, T: Send + 'a>(&self, f: state::StoreFuture<'a, T>) -> state::StoreFuture<'a, T> {
         self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if self.down.load(std::sync::atomic::Ordering::SeqCst) {
-            Box::pin(std::future::ready(Err(store::Unavailable)))
+            Box::pin(std::future::ready(Err(state::Unavailable)))
         } else {
             f
         }
     }
 }
 
-impl store::StateStore for FakeStore {
+impl state::StateStore for FakeStore {
     fn backend(&self) -> &'static str {
         "fake"
     }
-    fn facts<'a>(&'a self, q: &'a store::FactsQuery) -> store::StoreFuture<'a, store::Facts> {
+    fn facts<'a>(&'a self, q: &'a state::FactsQuery) -> state::StoreFuture<'a, state::Facts> {
         self.pass(self.inner.facts(q))
     }
     fn put_session<'a>(
@@ -261,7 +282,7 @@ impl store::StateStore for FakeStore {
         r: SessionRecord,
         t: Duration,
         n: bool,
-    ) -> store::StoreFuture<'a, bool> {
+    ) -> state::StoreFuture<'a, bool> {
         self.pass(self.inner.put_session(k, r, t, n))
     }
     fn declare_announced<'a>(
@@ -269,25 +290,25 @@ impl store::StateStore for FakeStore {
         k: &'a SessionKey,
         r: SessionRecord,
         t: Duration,
-    ) -> store::StoreFuture<'a, Declared> {
+    ) -> state::StoreFuture<'a, Declared> {
         self.pass(self.inner.declare_announced(k, r, t))
     }
-    fn session<'a>(&'a self, k: &'a SessionKey) -> store::StoreFuture<'a, Option<SessionRecord>> {
+    fn session<'a>(&'a self, k: &'a SessionKey) -> state::StoreFuture<'a, Option<SessionRecord>> {
         self.pass(self.inner.session(k))
     }
-    fn touch_session<'a>(&'a self, k: &'a SessionKey, t: Duration) -> store::StoreFuture<'a, ()> {
+    fn touch_session<'a>(&'a self, k: &'a SessionKey, t: Duration) -> state::StoreFuture<'a, ()> {
         self.pass(self.inner.touch_session(k, t))
     }
-    fn end_session<'a>(&'a self, k: &'a SessionKey) -> store::StoreFuture<'a, ()> {
+    fn end_session<'a>(&'a self, k: &'a SessionKey) -> state::StoreFuture<'a, ()> {
         self.pass(self.inner.end_session(k))
     }
     fn put_pending<'a>(
         &'a self,
         k: &'a PendingKey,
-        r: &'a store::PendingRecord,
+        r: &'a state::PendingRecord,
         t: Duration,
-        u: Option<&'a store::UrlKey>,
-    ) -> store::StoreFuture<'a, Vec<PendingKey>> {
+        u: Option<&'a state::UrlKey>,
+    ) -> state::StoreFuture<'a, Vec<PendingKey>> {
         self.pass(self.inner.put_pending(k, r, t, u))
     }
     fn take_pending<'a>(
@@ -295,44 +316,44 @@ impl store::StateStore for FakeStore {
         k: &'a PendingKey,
         p: Take,
         t: Duration,
-    ) -> store::StoreFuture<'a, Taken> {
+    ) -> state::StoreFuture<'a, Taken> {
         self.pass(self.inner.take_pending(k, p, t))
     }
-    fn forget_pending<'a>(&'a self, k: &'a [PendingKey]) -> store::StoreFuture<'a, ()> {
+    fn forget_pending<'a>(&'a self, k: &'a [PendingKey]) -> state::StoreFuture<'a, ()> {
         self.pass(self.inner.forget_pending(k))
     }
     fn put_url_ids<'a>(
         &'a self,
-        k: &'a [store::UrlKey],
+        k: &'a [state::UrlKey],
         t: Duration,
-    ) -> store::StoreFuture<'a, ()> {
+    ) -> state::StoreFuture<'a, ()> {
         self.pass(self.inner.put_url_ids(k, t))
     }
     fn complete_url<'a>(
         &'a self,
-        k: &'a store::UrlKey,
-    ) -> store::StoreFuture<'a, store::Completion> {
+        k: &'a state::UrlKey,
+    ) -> state::StoreFuture<'a, state::Completion> {
         self.pass(self.inner.complete_url(k))
     }
     fn put_asked<'a>(
         &'a self,
-        k: &'a store::AskedKey,
-        r: &'a store::AskedRecord,
+        k: &'a state::AskedKey,
+        r: &'a state::AskedRecord,
         t: Duration,
-    ) -> store::StoreFuture<'a, ()> {
+    ) -> state::StoreFuture<'a, ()> {
         self.pass(self.inner.put_asked(k, r, t))
     }
     fn take_asked<'a>(
         &'a self,
-        k: &'a store::AskedKey,
-    ) -> store::StoreFuture<'a, Option<store::AskedRecord>> {
+        k: &'a state::AskedKey,
+    ) -> state::StoreFuture<'a, Option<state::AskedRecord>> {
         self.pass(self.inner.take_asked(k))
     }
     fn remember_decline<'a>(
         &'a self,
-        k: &'a store::DeclineKey,
+        k: &'a state::DeclineKey,
         w: Duration,
-    ) -> store::StoreFuture<'a, ()> {
+    ) -> state::StoreFuture<'a, ()> {
         self.pass(self.inner.remember_decline(k, w))
     }
 }
@@ -375,9 +396,12 @@ fn ordinary_traffic_never_touches_the_store() {
         r#"{"jsonrpc":"2.0","id":4,"method":"tools/list"}"#,
         r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
     ] {
-        let mut ex = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
+        let mut ex = enforcer.begin(RequestFacts::stdio(
+            Arc::from("demo"),
+            &Envelope::peek(text.as_bytes()),
+        ));
         assert!(matches!(
-            now(enforcer.on_client_message(&mut ex, &Method::POST, Bytes::from(text))),
+            now(enforcer.on_client_message(&mut ex, Bytes::from(text))),
             ClientVerdict::Forward(_)
         ));
     }
@@ -406,18 +430,21 @@ fn a_store_that_cannot_answer_fails_closed_and_nothing_hangs() {
     store.set_down(true);
     let text =
         r#"{"jsonrpc":"2.0","id":"e-2","result":{"action":"accept","content":{"colour":"red"}}}"#;
-    let mut answering = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(text.as_bytes()));
-    let ClientVerdict::Substitute { body, rejection } =
-        now(enforcer.on_client_message(&mut answering, &Method::POST, Bytes::from(text)))
+    let mut answering = enforcer.begin(RequestFacts::stdio(
+        Arc::from("demo"),
+        &Envelope::peek(text.as_bytes()),
+    ));
+    let ClientVerdict::Refuse(refusal) =
+        now(enforcer.on_client_message(&mut answering, Bytes::from(text)))
     else {
         panic!("an answer that cannot be checked is not forwarded");
     };
-    let to_server: Value = serde_json::from_slice(&body).unwrap();
+    assert!(refusal.tell_server);
+    let to_server: Value = serde_json::from_slice(&refusal.message()).unwrap();
     assert_eq!(
         to_server["error"]["data"]["rules"],
         serde_json::json!(["state.unavailable"])
     );
-    assert_eq!(rejection.status, StatusCode::BAD_REQUEST);
     // A new elicitation is blocked, and its server answered.
     let again = COLOUR.replace("e-2", "e-3");
     assert!(matches!(
@@ -434,7 +461,7 @@ fn a_store_that_cannot_answer_fails_closed_and_nothing_hangs() {
         "{rules}"
     );
     // A 2026-07-28 result carrying a form is replaced by the blocked-content error.
-    let mut modern = enforcer.begin_stdio(Arc::from("demo"), &Envelope::peek(b""));
+    let mut modern = enforcer.begin(RequestFacts::stdio(Arc::from("demo"), &Envelope::peek(b"")));
     modern.era = Era::Stateless2026;
     modern.request_caps = Some(ClientCaps::from_capabilities(
         &serde_json::json!({"elicitation":{"form":{}}}),

@@ -1,12 +1,7 @@
-//! MCP wire formats and the reading stages of the message pipeline, in pipeline order:
-//! [`transport`] (media type, charset, content codings, from headers), [`decode`] (undoing
-//! content codings, streaming and bounded), [`sse`] (event framing), [`message`] (strict JSON
-//! and exactly one JSON-RPC shape), and [`jsonrpc`] (envelopes, numeric codes and ids, the one
-//! error type).
+//! The reading stages of the message pipeline that touch HTTP and streams, in pipeline order:
+//! [`transport`] (media type, charset, content codings, from headers) and [`decode`] (undoing
+//! content codings, streaming and bounded). The stages after them — SSE framing, strict
+//! message reading, JSON-RPC envelopes — are pure and live in `elicitgate_core::mcp`.
 
 pub mod decode;
-pub mod jsonrpc;
-pub mod message;
-pub mod revision;
-pub mod sse;
 pub mod transport;

@@ -1,6 +1,9 @@
 //! The HTTP side of "answer the server": when enforcement blocks a legacy elicitation (or stops
 //! waiting for one), the gateway POSTs its own JSON-RPC answer to the upstream in the client's
-//! session (same session, protocol version and credentials headers), in the background.
+//! session (same session, protocol version and credentials headers), in the background. Where
+//! it goes and with which headers is this transport's own business: an [`HttpAnswer`] is made
+//! per exchange from the client request ([`HttpAnswer::new`]), and re-aimed when an HTTP+SSE
+//! server announces its POST endpoint ([`HttpAnswer::to`]).
 //!
 //! Bounded: at most [`AnswerLimit::IN_FLIGHT`] answers per route and worker are on the wire
 //! at once (they reuse the route's idle upstream connections instead of opening one each),
@@ -9,11 +12,12 @@
 //! hostile server from making the gateway open thousands of sockets.
 
 use super::upstream::Upstream;
+use super::Route;
 use crate::enforce::judge::AnswerServer;
 use crate::enforce::record::Recorder;
 use crate::enforce::Exchange;
 use bytes::Bytes;
-use http::{HeaderMap, Request};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Uri};
 use http_body_util::Full;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -61,12 +65,66 @@ impl Drop for Queued {
     }
 }
 
-/// Answers through a route's upstream client.
-pub struct HttpAnswer(pub Upstream, pub AnswerLimit);
+/// Request headers the gateway repeats when it answers the server on the client's behalf.
+const ANSWER_HEADERS: [HeaderName; 4] = [
+    HeaderName::from_static("mcp-session-id"),
+    HeaderName::from_static("mcp-protocol-version"),
+    http::header::AUTHORIZATION,
+    http::header::COOKIE,
+];
+
+/// Answers one exchange's server through its route's upstream client.
+#[derive(Clone)]
+pub struct HttpAnswer {
+    upstream: Upstream,
+    limit: AnswerLimit,
+    /// Where the answers go: the client request's upstream URI, or the endpoint an HTTP+SSE
+    /// server announced.
+    uri: Uri,
+    /// The client request's session, protocol version and credentials headers (kept without
+    /// a map: they are needed only on the rare path where the gateway answers).
+    repeated: [Option<HeaderValue>; 4],
+}
+
+impl HttpAnswer {
+    /// Answers for a client request to `uri` with `headers`, through `route`'s upstream.
+    pub fn new(route: &Route, uri: Uri, headers: &HeaderMap) -> Self {
+        Self {
+            upstream: route.upstream.clone(),
+            limit: route.answers.clone(),
+            uri,
+            repeated: std::array::from_fn(|i| headers.get(&ANSWER_HEADERS[i]).cloned()),
+        }
+    }
+
+    /// The same answers, sent to `uri` instead.
+    pub fn to(&self, uri: Uri) -> Self {
+        Self {
+            uri,
+            ..self.clone()
+        }
+    }
+
+    /// The headers of an answer POST.
+    fn headers(&self) -> HeaderMap {
+        let mut map = HeaderMap::with_capacity(ANSWER_HEADERS.len() + 2);
+        for (name, value) in ANSWER_HEADERS.iter().zip(&self.repeated) {
+            if let Some(v) = value {
+                map.insert(name.clone(), v.clone());
+            }
+        }
+        map.insert("content-type", HeaderValue::from_static("application/json"));
+        map.insert(
+            "accept",
+            HeaderValue::from_static("application/json, text/event-stream"),
+        );
+        map
+    }
+}
 
 impl AnswerServer for HttpAnswer {
     fn answer(&self, ex: &Exchange, body: Bytes, recorder: &Recorder) {
-        let limit = &self.1;
+        let limit = &self.limit;
         if limit.queued.fetch_add(1, Ordering::Relaxed) >= AnswerLimit::WAITING {
             limit.queued.fetch_sub(1, Ordering::Relaxed);
             tracing::warn!(route = %ex.route_name(), "Dropped one of the gateway's own answers: too many queued.");
@@ -75,9 +133,9 @@ impl AnswerServer for HttpAnswer {
         }
         let queued = Queued(limit.queued.clone());
         let turns = limit.turns.clone();
-        let upstream = self.0.clone();
-        let uri = ex.upstream_uri().clone();
-        let headers: HeaderMap = ex.answer_headers().to_map();
+        let upstream = self.upstream.clone();
+        let uri = self.uri.clone();
+        let headers = self.headers();
         let recorder = recorder.clone();
         let route = ex.route_name().clone();
         tokio::spawn(async move {
@@ -108,11 +166,5 @@ impl AnswerServer for HttpAnswer {
             };
             recorder.gateway_answer(&route, ok);
         });
-    }
-}
-
-impl crate::enforce::judge::EndpointRewrite for super::EndpointMap {
-    fn map(&self, announced: &str) -> Option<(String, String)> {
-        super::EndpointMap::map(self, announced)
     }
 }

@@ -11,11 +11,11 @@
 //! bytes. At the end of an SSE stream the unfinished tail goes to the judge too (a client may
 //! dispatch it).
 
+use super::sse_judge::{Judging, Step, StreamJudge};
 use super::upstream::UpstreamBody;
-use crate::enforce::judge::{Judging, Step, StreamJudge};
 use crate::mcp::decode::Decoded;
-use crate::mcp::sse::SseDecoder;
 use bytes::Bytes;
+use elicitgate_core::mcp::sse::SseDecoder;
 use http_body::{Body, Frame, SizeHint};
 use prometheus::{IntCounter, IntGauge};
 use std::future::Future;
@@ -32,7 +32,7 @@ pub enum RelayError {
     #[error("upstream stream idle for longer than {0:?}")]
     Idle(Duration),
     #[error("upstream SSE event too large: {0}")]
-    Sse(#[from] crate::mcp::sse::SseError),
+    Sse(#[from] elicitgate_core::mcp::sse::SseError),
     #[error("upstream body failed: {0}")]
     Upstream(#[from] hyper::Error),
     #[error("upstream body could not be decoded: {0}")]

@@ -32,16 +32,18 @@ use super::observe::{AccessLine, Observed, Trail};
 use super::read;
 use super::request_metrics::HttpMethod;
 use super::respond;
+use super::sse_judge::StreamJudge;
 use super::upstream::UpstreamBody;
 use super::{Gateway, Route};
-use crate::enforce::judge::{EndpointRewrite, ServerChannel, StreamJudge};
-use crate::enforce::{Caller, ClientVerdict, Exchange, RequestFacts};
+use crate::enforce::judge::{Judged, ServerChannel, ServerVerdict};
+use crate::enforce::{Caller, Carrier, ClientVerdict, Enforcer, Exchange, Refusal, RequestFacts};
 use crate::error::GatewayError;
 use crate::identity::Proven;
-use crate::mcp::jsonrpc::Envelope;
 use crate::mcp::transport::{self, Media};
 use crate::spans;
 use bytes::Bytes;
+use elicitgate_core::inspect::RuleId;
+use elicitgate_core::mcp::jsonrpc::Envelope;
 use http::{header, Method, Request, Response};
 use http_body::Body as _;
 use http_body_util::{BodyExt, Full};
@@ -279,28 +281,26 @@ async fn forward(
     let mut exchange = enforcer.begin(RequestFacts {
         route_name: route.name.clone(),
         upstream_label: route.upstream_label.clone(),
-        method: &parts.method,
-        headers: &parts.headers,
+        carrier: carrier_of(&parts),
+        headers: Some(&parts.headers),
         envelope,
         caller,
         query: parts.uri.query(),
-        upstream_uri: uri.clone(),
     });
+    let answer = HttpAnswer::new(route, uri.clone(), &parts.headers);
     if !body.is_empty() {
-        if let Err(refusal) = request_transport(&parts.headers) {
-            let rejection = enforcer.refuse_client(&exchange, refusal.reason());
-            return Ok(respond::rejection(rejection));
+        if let Err(refused) = request_transport(&parts.headers) {
+            let refusal = enforcer.refuse_client(&exchange, refused.reason());
+            return Ok(respond::refusal(&refusal));
         }
     }
-    let (body, substitute_response) = match enforcer
-        .on_client_message(&mut exchange, &parts.method, body)
-        .await
-    {
+    let (body, substitute_response) = match enforcer.on_client_message(&mut exchange, body).await {
         ClientVerdict::Forward(body) => (body, None),
-        ClientVerdict::Reject(rejection) => return Ok(respond::rejection(rejection)),
-        ClientVerdict::Substitute { body, rejection } => {
-            (body, Some(respond::rejection(rejection)))
+        // The server waits for what was refused: it gets the same error for its own request.
+        ClientVerdict::Refuse(refusal) if refusal.tell_server => {
+            (refusal.message(), Some(respond::refusal(&refusal)))
         }
+        ClientVerdict::Refuse(refusal) => return Ok(respond::refusal(&refusal)),
     };
 
     headers::to_upstream(&mut parts.headers, &conn.forwarded_for, conn.scheme);
@@ -342,10 +342,25 @@ async fn forward(
         tokio::spawn(response.into_body().discard());
         return Ok(substitute);
     }
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok());
     enforcer
-        .on_response_head(&exchange, response.status(), response.headers())
+        .on_server_answer(&exchange, response.status().is_success(), session)
         .await;
-    relay_response(gateway, route, response, exchange).await
+    relay_response(gateway, route, response, exchange, answer).await
+}
+
+/// What carried the request, as enforcement sees it.
+fn carrier_of(parts: &http::request::Parts) -> Carrier {
+    match parts.method {
+        Method::POST => Carrier::Post,
+        Method::GET if parts.headers.contains_key("last-event-id") => Carrier::Resume,
+        Method::GET => Carrier::Get,
+        Method::DELETE => Carrier::Delete,
+        _ => Carrier::OtherHttp,
+    }
 }
 
 /// A client body is read as the server will read it: no content coding (servers that decode
@@ -393,6 +408,7 @@ async fn relay_response(
     route: &Route,
     response: Response<UpstreamBody>,
     exchange: Exchange,
+    answer: HttpAnswer,
 ) -> Result<Response<ResponseBody>, GatewayError> {
     let (mut parts, body) = response.into_parts();
     let shape = match transport::classify(&parts.headers) {
@@ -401,7 +417,7 @@ async fn relay_response(
             // Not readable as a client would read it: nothing of it is forwarded.
             drop(body);
             let refused = gateway.enforcer.refuse_server(&exchange, refusal.reason());
-            return Ok(respond::rejection(refused));
+            return Ok(respond::refusal(&refused));
         }
     };
     let event_stream = shape.media == Media::EventStream;
@@ -409,7 +425,8 @@ async fn relay_response(
     // The TypeScript client reads any successful GET body as an event stream whatever its
     // type, so a GET body of another type is judged as one too (a well-formed JSON or HTML
     // body carries no `data:` field and passes as it came).
-    let judge_as_stream = event_stream || (exchange.is_get() && parts.status.is_success());
+    let judge_as_stream =
+        event_stream || (exchange.carrier().is_get() && parts.status.is_success());
     if judge_as_stream {
         // The judge may drop or replace events: the upstream's length no longer holds.
         parts.headers.remove(header::CONTENT_LENGTH);
@@ -432,12 +449,8 @@ async fn relay_response(
     if shape.media == Media::Json && exchange.judges_json_response() {
         let limit = limits.max_response_body.as_u64();
         let bytes = read_response(source, limit, idle, &gateway.budget).await?;
-        let channel: ServerChannel =
-            Arc::new(HttpAnswer(route.upstream.clone(), route.answers.clone()));
-        let judged = gateway
-            .enforcer
-            .judge_json_body(&exchange, bytes, &channel)
-            .await;
+        let channel: ServerChannel = Arc::new(answer);
+        let judged = judge_json(&gateway.enforcer, &exchange, bytes, &channel).await;
         parts.headers.remove(header::CONTENT_LENGTH);
         return Ok(Response::from_parts(parts, ResponseBody::full(judged)));
     }
@@ -453,15 +466,8 @@ async fn relay_response(
     } else if judge_as_stream {
         let max_event = usize::try_from(limits.max_sse_event.as_u64()).unwrap_or(usize::MAX);
         // `endpoint` events announce the 2024-11-05 POST URL, on that era's GET stream only.
-        let endpoints = exchange
-            .is_get()
-            .then(|| Box::new(route.endpoint_map()) as Box<dyn EndpointRewrite>);
-        let judge = StreamJudge::new(
-            gateway.enforcer.clone(),
-            exchange,
-            Arc::new(HttpAnswer(route.upstream.clone(), route.answers.clone())),
-            endpoints,
-        );
+        let endpoints = exchange.carrier().is_get().then(|| route.endpoint_map());
+        let judge = StreamJudge::new(gateway.enforcer.clone(), exchange, answer, endpoints);
         let mut relay = Box::new(Relay::new(source, idle, Some((max_event, judge)), metrics));
         relay.prime().await;
         ResponseBody::Relay(relay)
@@ -506,6 +512,28 @@ async fn read_response(
         Err(read::ReadError::TooLarge) => Err(GatewayError::ResponseTooLarge { limit }),
         Err(read::ReadError::Budget) => Err(GatewayError::Overloaded),
         Err(read::ReadError::Body(())) => Err(GatewayError::UpstreamBody),
+    }
+}
+
+/// Judges a whole JSON response body to the client's request; returns the body to send.
+/// What is refused or dropped becomes the blocked-content error for the client's own request
+/// id (nothing of the server's message is echoed).
+async fn judge_json(
+    enforcer: &Enforcer,
+    ex: &Exchange,
+    body: Bytes,
+    channel: &ServerChannel,
+) -> Bytes {
+    match enforcer.judge_server_text(ex, &body, channel).await {
+        Judged::Plain | Judged::Read(_, ServerVerdict::Keep) => body,
+        Judged::Read(_, ServerVerdict::Replace(v)) => Bytes::from(v.to_string()),
+        Judged::Read(_, ServerVerdict::Drop) => {
+            Refusal::server_content(ex.request_id(), &[RuleId::RequestMalformed], None).message()
+        }
+        Judged::Read(_, ServerVerdict::Refuse(reason)) => {
+            Refusal::server_content(ex.request_id(), &[RuleId::RequestMalformed], Some(reason))
+                .message()
+        }
     }
 }
 

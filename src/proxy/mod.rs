@@ -16,6 +16,7 @@ pub mod read;
 pub mod request_metrics;
 pub mod respond;
 pub mod server;
+pub mod sse_judge;
 pub mod upstream;
 
 use crate::enforce::Enforcer;
@@ -282,7 +283,7 @@ impl Gateway {
     /// expires before everything already in the wheel, which, on an otherwise idle worker, is
     /// every request's upstream and header timeouts. With a timer due within a second, the
     /// per-request ones (seconds to minutes) never are.
-    pub async fn housekeeping(self: Arc<Self>, mut shutdown: crate::Shutdown) {
+    pub async fn housekeeping(self: Arc<Self>, mut shutdown: crate::shutdown::Shutdown) {
         let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -364,7 +365,7 @@ mod tests {
         }
         let settings = Settings::from_yaml(&yaml, std::path::Path::new(".")).unwrap();
         let metrics = Metrics::new();
-        let enforcer = crate::enforcer_for(
+        let enforcer = crate::start::enforcer_for(
             &settings,
             &metrics,
             crate::audit::sink::AuditSink::memory(metrics.audit_events_dropped.clone()).0,

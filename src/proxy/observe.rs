@@ -9,9 +9,9 @@
 
 use super::body::{BoxError, ResponseBody};
 use super::request_metrics::HttpMethod;
-use crate::mcp::jsonrpc::Envelope;
 use crate::spans as otel;
 use bytes::Bytes;
+use elicitgate_core::mcp::jsonrpc::Envelope;
 use http_body::{Body, Frame};
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry::Context;

@@ -18,7 +18,7 @@ use super::drain::Drain;
 use super::forward::{self, ClientConn};
 use super::idle::{Activity, Idle, Tracked};
 use super::Gateway;
-use crate::Shutdown;
+use crate::shutdown::Shutdown;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;

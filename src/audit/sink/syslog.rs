@@ -374,5 +374,4 @@ fn peer_closed(stream: &TcpStream) -> bool {
 }
 
 #[cfg(test)]
-#[path = "syslog_tests.rs"]
 mod tests;

@@ -1,0 +1,33 @@
+//! The one integration-test binary: every scenario test starts the real gateway (in process on
+//! `127.0.0.1:0`, or its binary) against real peers, and shares the helpers in [`common`],
+//! compiled once. One module per area; run one area with `cargo nextest run --test it <area>::`
+//! (or `cargo test --test it <area>::`).
+
+mod common;
+
+mod audit_sinks;
+mod bounds;
+mod cli;
+mod corpus;
+mod differential;
+mod enforcement;
+mod hot_reload;
+mod identity;
+mod image_runtime;
+mod integrity;
+mod layering;
+mod never_panics;
+mod no_leaks;
+mod passthrough;
+mod prometheus;
+mod refusals;
+mod reload_everything;
+mod replicas;
+mod sdk_2026;
+mod sdk_legacy;
+mod shared_state;
+mod state_conformance;
+mod stdio_and_sse;
+mod telemetry;
+mod tls;
+mod upstream_reuse;
