@@ -4,12 +4,13 @@
 # manager). Build:   docker build -t elicitgate:0.1.0 .
 # The orchestrator probes /healthz and /readyz on the admin port; no HEALTHCHECK here.
 # What the runtime stage assumes (uid 65532, config under /etc/elicitgate, a read-only root,
-# no shell) is exercised by tests/image_runtime.rs; the build command is the one .ci/run runs.
+# no shell) is exercised by tests/it/image_runtime.rs; the build command is the one .ci/run runs.
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
 # Manifests first, so the dependency download is cached apart from source changes.
 COPY Cargo.toml Cargo.lock ./
+COPY crates ./crates
 COPY src ./src
 COPY benches ./benches
 COPY examples ./examples
