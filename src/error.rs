@@ -23,6 +23,10 @@ pub enum GatewayError {
     /// No configured route's path is a prefix of the request path.
     #[error("no route for this path")]
     NoRoute,
+    /// The request path has dot segments or encoded separators: routed by prefix, it could
+    /// reach an upstream path no route exposes.
+    #[error("the request path has dot segments or encoded separators")]
+    RequestTarget,
     /// The request body is larger than `limits.max_request_body`.
     #[error("request body exceeds {limit} bytes")]
     BodyTooLarge { limit: u64 },
@@ -61,6 +65,7 @@ impl GatewayError {
     pub fn fault(&self) -> Fault {
         match self {
             Self::NoRoute
+            | Self::RequestTarget
             | Self::BodyTooLarge { .. }
             | Self::ClientBody(_)
             | Self::BodyTimeout { .. } => Fault::Client,
@@ -78,6 +83,7 @@ impl GatewayError {
     pub fn reason(&self) -> &'static str {
         match self {
             Self::NoRoute => "no_route",
+            Self::RequestTarget => "request_target",
             Self::BodyTooLarge { .. } => "body_too_large",
             Self::ClientBody(_) => "client_body",
             Self::BodyTimeout { stage } => stage,
@@ -94,6 +100,7 @@ impl GatewayError {
     pub fn status(&self) -> StatusCode {
         match self {
             Self::NoRoute => StatusCode::NOT_FOUND,
+            Self::RequestTarget => StatusCode::BAD_REQUEST,
             Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::ClientBody(_) => StatusCode::BAD_REQUEST,
             Self::BodyTimeout { .. } => StatusCode::REQUEST_TIMEOUT,
@@ -112,6 +119,7 @@ impl GatewayError {
     pub fn jsonrpc_code(&self) -> i64 {
         match self {
             Self::NoRoute
+            | Self::RequestTarget
             | Self::BodyTooLarge { .. }
             | Self::ClientBody(_)
             | Self::BodyTimeout { .. } => codes::INVALID_REQUEST,

@@ -218,11 +218,19 @@ impl Identity {
                 if !self.trusts(peer) {
                     return Err(self.refuse(None, "identity.untrusted_peer"));
                 }
-                let user = headers
-                    .get(name)
+                // One value, or the caller is ambiguous: a proxy that appends its header
+                // (a second field, or `a, b` in one) instead of replacing it leaves the
+                // client's own value beside the proven one, and readers disagree on which
+                // counts (first, last, joined). Refused, never guessed.
+                let mut values = headers.get_all(name).iter();
+                let user = values
+                    .next()
                     .map(HeaderValue::as_bytes)
                     .filter(|v| !v.is_empty() && v.len() <= 1024)
                     .ok_or_else(|| self.refuse(None, "identity.header_missing"))?;
+                if values.next().is_some() || user.contains(&b',') {
+                    return Err(self.refuse(None, "identity.header_ambiguous"));
+                }
                 Ok(Proven::Principal(hex_digest("h:", &[user])))
             }
             IdentityMode::Jwt => {
@@ -230,6 +238,14 @@ impl Identity {
                     .jwt
                     .as_ref()
                     .ok_or_else(|| self.refuse(None, "identity.jwt"))?;
+                if headers
+                    .get_all(http::header::AUTHORIZATION)
+                    .iter()
+                    .nth(1)
+                    .is_some()
+                {
+                    return Err(self.refuse(None, "identity.token_ambiguous"));
+                }
                 let token =
                     bearer(headers).ok_or_else(|| self.refuse(None, "identity.token_missing"))?;
                 jwt.verify(token)

@@ -39,6 +39,10 @@ pub enum EventKind {
     Completed,
     #[serde(rename = "completion.dropped")]
     CompletionDropped,
+    /// A legacy elicitation was released unanswered (expired, evicted, client gone, lost by
+    /// the state store): the gateway ended its server's call with an error.
+    #[serde(rename = "elicitation.released")]
+    Released,
     #[serde(rename = "policy.loaded")]
     PolicyLoaded,
     #[serde(rename = "policy.reload_failed")]
@@ -54,7 +58,7 @@ pub enum EventKind {
 
 /// The `event` name of an audit line written by this module (`"audit"` when it has none).
 pub fn event_name_of(line: &str) -> &'static str {
-    const KINDS: [EventKind; 11] = [
+    const KINDS: [EventKind; 12] = [
         EventKind::Allowed,
         EventKind::Blocked,
         EventKind::Audited,
@@ -62,6 +66,7 @@ pub fn event_name_of(line: &str) -> &'static str {
         EventKind::AnswerRejected,
         EventKind::Completed,
         EventKind::CompletionDropped,
+        EventKind::Released,
         EventKind::PolicyLoaded,
         EventKind::PolicyReloadFailed,
         EventKind::Refused,
@@ -90,6 +95,7 @@ impl EventKind {
             Self::AnswerRejected => "answer.rejected",
             Self::Completed => "elicitation.completed",
             Self::CompletionDropped => "completion.dropped",
+            Self::Released => "elicitation.released",
             Self::PolicyLoaded => "policy.loaded",
             Self::PolicyReloadFailed => "policy.reload_failed",
             Self::Refused => "message.refused",

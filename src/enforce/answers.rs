@@ -301,6 +301,7 @@ impl Enforcer {
         if let Some(rs) = request_state {
             return Some(AskedKey::RequestState {
                 route: ex.route_name.clone(),
+                principal: ex.principal().clone(),
                 digest: Sha256::digest(rs.as_bytes()).into(),
             });
         }

@@ -21,6 +21,7 @@ pub mod prescan;
 pub mod record;
 pub mod refusal;
 pub mod releases;
+mod resumes;
 pub mod server;
 mod sessions;
 pub mod shaping;
@@ -44,6 +45,7 @@ pub use refusal::{Refusal, RefusalKind, SessionRefusal};
 use releases::{Release, Releases};
 use serde_json::value::RawValue;
 use serde_json::Value;
+pub use sessions::AnsweredSession;
 use sessions::Binding;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -100,9 +102,10 @@ pub struct Exchange {
     upstream_label: Arc<str>,
     era: Era,
     session: Option<Arc<str>>,
-    /// The request names its session in more than one way that could disagree (header and
-    /// query, or the query parameter twice): servers read one, the gateway cannot know which.
-    ambiguous_session: bool,
+    /// Why the request's headers cannot be read one way (a header the gateway acts on given
+    /// twice; its session named in two ways that could disagree): servers read one of the
+    /// values, the gateway cannot know which. Refused before anything else.
+    ambiguous: Option<&'static str>,
     /// Who sent the request ([`caller`]).
     caller: Caller,
     /// The 2026-07-28 retry chain, decided on first use ([`Exchange::chain`]).
@@ -145,6 +148,16 @@ impl Exchange {
     /// How the request arrived.
     pub fn carrier(&self) -> Carrier {
         self.carrier
+    }
+
+    /// A stream of this exchange forwarded an event with SSE `id`: a request's stream in a
+    /// session is remembered, so that a client resuming after it stays associated.
+    pub fn forwarded_event(&self, enforcer: &Enforcer, id: &str) {
+        if let (true, Some(session)) = (self.associated, &self.session) {
+            if matches!(self.carrier, Carrier::Post | Carrier::Resume) {
+                enforcer.resumes.remember(&self.route_name, session, id);
+            }
+        }
     }
 
     /// The 2024-11-05 HTTP+SSE transport announced this stream's session (its `endpoint`
@@ -259,6 +272,8 @@ pub struct Enforcer {
     /// session and process, not one per request. `None`: the store knows no owner.
     bindings: Mutex<TtlTable<SessionKey, Binding>>,
     session_ttl: Duration,
+    /// Event ids of request streams, so that resuming one is told from resuming another.
+    resumes: resumes::Resumes,
     pub recorder: Recorder,
     /// `limits.max_elicitations_per_response`.
     pub max_per_response: usize,
@@ -305,6 +320,7 @@ impl Enforcer {
             store,
             releases: Releases::new(limits.max_pending),
             bindings: Mutex::new(TtlTable::new(limits.max_sessions)),
+            resumes: resumes::Resumes::new(limits.max_sessions, limits.session_ttl),
             session_ttl: limits.session_ttl,
             recorder,
         }
@@ -370,8 +386,10 @@ impl Enforcer {
     }
 
     /// Takes `key` from the store for release; tells the server unless somebody answered.
-    /// With the store unavailable the server is told anyway: a late error for an answered
-    /// call is ignored by its server, a call left waiting is not.
+    /// This process still holds the release, so nobody forgot the elicitation on purpose: an
+    /// entry the store no longer has (restarted, flushed, failed over, evicted) was lost, and
+    /// is released like an expired one. With the store unavailable the server is told anyway.
+    /// A late error for an answered call is ignored by its server; a call left waiting is not.
     async fn release_if_pending(&self, key: &PendingKey, release: Release, reason: &'static str) {
         let taken = self
             .store
@@ -379,14 +397,17 @@ impl Enforcer {
             .await;
         match self.noted("take_pending", taken) {
             Ok(Taken::Pending(_)) | Err(Unavailable) => self.release_one(release, reason),
-            Ok(Taken::Answered | Taken::Absent) => {}
+            Ok(Taken::Absent) => {
+                tracing::warn!(route = %release.exchange.route_name, reason, "The state store lost a pending elicitation; its server's call is ended as if it expired.");
+                self.release_one(release, reason)
+            }
+            Ok(Taken::Answered) => {}
         }
     }
 
     pub(crate) fn release_one(&self, release: Release, reason: &'static str) {
         let body = refusal::undeliverable(&release.id, reason);
-        self.recorder
-            .pending_released(&release.exchange.route_name, reason);
+        self.recorder.pending_released(&release.exchange, reason);
         release
             .channel
             .answer(&release.exchange, body, &self.recorder);
@@ -408,32 +429,42 @@ impl Enforcer {
                 .and_then(|h| h.get(name))
                 .and_then(|v| v.to_str().ok())
         };
-        let (session, ambiguous_session, era) = match carrier {
-            Carrier::Stdio => (Some(Arc::from(STDIO_SESSION)), false, Era::Legacy2025_11),
+        let mut ambiguous = headers.and_then(repeated_header);
+        let (session, era) = match carrier {
+            Carrier::Stdio => (Some(Arc::from(STDIO_SESSION)), Era::Legacy2025_11),
             _ => {
-                let (session, ambiguous) = session_of(header("mcp-session-id"), query);
-                (
-                    session,
-                    ambiguous,
-                    Era::of_header(header("mcp-protocol-version")),
-                )
+                let (session, two_ways) = session_of(header("mcp-session-id"), query);
+                if two_ways {
+                    ambiguous = ambiguous.or(Some("session.ambiguous"));
+                }
+                (session, Era::of_header(header("mcp-protocol-version")))
             }
+        };
+        // A resumed stream replays the messages of the request stream that carried the event
+        // it resumes after; resuming any other stream (the standalone one, or after an id the
+        // gateway never forwarded on a request stream of this session) is not associated with
+        // a request.
+        let associated = match carrier {
+            Carrier::Get => false,
+            Carrier::Resume => match (&session, header("last-event-id")) {
+                (Some(s), Some(id)) => self.resumes.resumes_request(&route_name, s, id),
+                _ => false,
+            },
+            _ => true,
         };
         Exchange {
             route_name,
             upstream_label,
             era,
             session,
-            ambiguous_session,
+            ambiguous,
             caller,
             chain: OnceLock::new(),
             request_id: envelope.id.clone(),
             method: envelope.method,
             kind: envelope.kind,
             carrier,
-            // A standalone GET stream carries unsolicited messages; a GET that resumes a
-            // stream (Last-Event-ID) replays messages of the request that opened it.
-            associated: carrier != Carrier::Get,
+            associated,
             init_caps: None,
             request_caps: None,
             call_name: None,
@@ -444,15 +475,13 @@ impl Enforcer {
 
     /// Judges a client message before it is forwarded.
     pub async fn on_client_message(&self, ex: &mut Exchange, body: Bytes) -> ClientVerdict {
-        if ex.ambiguous_session {
-            // Streamable HTTP servers read the header, HTTP+SSE servers the query (the
-            // TypeScript SDK the first `sessionId`, Python's Starlette the last
-            // `session_id`): judged as one session, acted on as another. Refused.
-            self.recorder.refused(ex, "client", "session.ambiguous");
-            return ClientVerdict::Refuse(Refusal::unreadable(
-                ex.request_id.as_deref(),
-                "session.ambiguous",
-            ));
+        if let Some(why) = ex.ambiguous {
+            // Streamable HTTP servers read the session header, HTTP+SSE servers the query (the
+            // TypeScript SDK the first `sessionId`, Python's Starlette the last `session_id`);
+            // of a repeated header, Starlette reads the first value, Node joins them with
+            // ", ": judged as one thing, acted on as another. Refused.
+            self.recorder.refused(ex, "client", why);
+            return ClientVerdict::Refuse(Refusal::unreadable(ex.request_id.as_deref(), why));
         }
         if let Some(refused) = self.check_binding(ex).await {
             return refused;
@@ -557,7 +586,7 @@ impl Enforcer {
             // creates, never to an id a client chose.
             if let Some(session) = ex.session.clone() {
                 if ex.carrier == Carrier::Stdio {
-                    self.remember_session(ex, &session, false).await;
+                    let _ = self.remember_session(ex, &session, false).await;
                 } else {
                     self.declare_announced_session(ex, &session).await;
                 }
@@ -603,6 +632,30 @@ impl Enforcer {
             Some(reason),
         )
     }
+}
+
+/// Request headers the gateway acts on, each allowed once, with the label of its refusal.
+/// Readers of a repeated field disagree: Starlette (the Python SDK's servers) takes the first
+/// value, Node's `http` (the TypeScript SDK's) joins the values with ", ", hyper's `get` the
+/// first; the gateway would judge one session, version or credential and the server use
+/// another.
+const SINGLE_HEADERS: [(&str, &str); 5] = [
+    ("mcp-session-id", "header.mcp-session-id.repeated"),
+    (
+        "mcp-protocol-version",
+        "header.mcp-protocol-version.repeated",
+    ),
+    ("last-event-id", "header.last-event-id.repeated"),
+    ("authorization", "header.authorization.repeated"),
+    ("content-type", "header.content-type.repeated"),
+];
+
+/// The refusal label of the first header of [`SINGLE_HEADERS`] given more than once.
+fn repeated_header(headers: &HeaderMap) -> Option<&'static str> {
+    SINGLE_HEADERS
+        .iter()
+        .find(|(name, _)| headers.get_all(*name).iter().nth(1).is_some())
+        .map(|(_, label)| *label)
 }
 
 /// True when a JSON-RPC batch holds an elicitation answer (an `ElicitResult`-shaped result or

@@ -247,16 +247,22 @@ impl Recorder {
 
     /// A legacy elicitation the gateway stopped tracking unanswered (`expired`, `evicted`,
     /// `client_gone`): its server is being told.
-    pub fn pending_released(&self, route: &str, reason: &'static str) {
+    pub fn pending_released(&self, ex: &Exchange, reason: &'static str) {
         tracing::info!(
-            route,
+            route = %ex.route_name,
             reason,
             "Released an unanswered elicitation; the server is told."
         );
         self.metrics
             .pending_released
-            .with_label_values(&[route, reason])
+            .with_label_values(&[&ex.route_name, reason])
             .inc();
+        if self.auditor.enabled() {
+            let mut event = self.base(ex, EventKind::Released);
+            event.direction = Some("server");
+            event.reason = Some(reason);
+            self.auditor.emit(&event);
+        }
     }
 
     /// The state store answered (`failed: None`) or an operation failed.

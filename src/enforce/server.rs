@@ -69,17 +69,28 @@ impl Enforcer {
         });
     }
 
-    /// Forgets pending legacy elicitations whose request is over.
+    /// Forgets pending legacy elicitations whose request is over, in the background.
     pub fn spawn_forget_pending(self: &Arc<Self>, keys: Vec<PendingKey>) {
+        spawn(self.forget_pending(keys));
+    }
+
+    /// Forgets pending legacy elicitations whose request is over: this process's releases at
+    /// once, the store's entries when the returned future runs. A transport that awaits it
+    /// before forwarding the request's response makes sure no answer sent after the client
+    /// saw that response is accepted.
+    pub fn forget_pending(
+        self: &Arc<Self>,
+        keys: Vec<PendingKey>,
+    ) -> impl std::future::Future<Output = ()> + Send + 'static {
         for key in &keys {
             self.releases.remove(key);
         }
         let enforcer = self.clone();
-        spawn(async move {
+        async move {
             let forgot = enforcer.store.forget_pending(&keys).await;
             let _ = enforcer.noted("forget_pending", forgot);
             enforcer.gauges();
-        });
+        }
     }
 
     /// The key a legacy elicitation with JSON-RPC `id` is pending under for `ex`'s session.

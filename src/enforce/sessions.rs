@@ -10,7 +10,7 @@ use super::refusal::{Refusal, SessionRefusal};
 use super::server;
 use super::{Carrier, ClientVerdict, Enforcer, Exchange};
 use crate::state::{Declared, Scope, SessionKey, SessionRecord, Unavailable};
-use elicitgate_core::inspect;
+use elicitgate_core::inspect::{self, RuleId};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -116,34 +116,63 @@ impl Enforcer {
     }
 
     /// The server answered the request (before its body is read): `succeeded` says whether
-    /// it accepted it, `session` is the session its answer names (Streamable HTTP's
+    /// it accepted it, `session` what session its answer names (Streamable HTTP's
     /// `Mcp-Session-Id` response header).
     ///
-    /// Records the session a legacy `initialize` created (an `initialize` that named none).
-    /// A session id already known is never re-declared: only the server's new session gets
-    /// the declaring client's modes. Ends the session the client deleted once the server
-    /// confirms it. Awaited before the response goes out, so no replica can see the session
-    /// before its record exists.
-    pub async fn on_server_answer(&self, ex: &Exchange, succeeded: bool, session: Option<&str>) {
+    /// Records the session a legacy `initialize` created (an `initialize` that named none),
+    /// and refuses the answer when the session cannot be the client's own: an id named twice
+    /// (clients join repeated fields, `"a, b"`, and would use a session the gateway never
+    /// recorded) or an id already known (the server handed another client's session to this
+    /// one, whose declared modes would then be the other client's). The gateway never lets two
+    /// clients share a session's capabilities or principal. Ends the session the client
+    /// deleted once the server confirms it. Awaited before the response goes out, so no
+    /// replica can see the session before its record exists.
+    pub async fn on_server_answer(
+        &self,
+        ex: &Exchange,
+        succeeded: bool,
+        session: AnsweredSession<'_>,
+    ) -> Option<Refusal> {
         if ex.carrier == Carrier::Delete {
             if let (true, Some(key)) = (succeeded, ex.session_key()) {
                 let ended = self.store.end_session(&key).await;
                 let _ = self.noted("end_session", ended);
             }
-            return;
+            return None;
         }
         if ex.init_caps.is_none() || ex.session.is_some() {
-            return;
+            return None;
         }
-        if let Some(session) = session {
-            self.remember_session(ex, session, true).await;
+        let refused = |reason: &'static str| {
+            tracing::warn!(route = %ex.route_name, reason, "Refused an initialize answer whose session cannot be this client's own.");
+            self.recorder.refused(ex, "server", reason);
+            Some(Refusal::server_content(
+                ex.request_id.as_deref(),
+                &[RuleId::SessionMismatch],
+                Some(reason),
+            ))
+        };
+        match session {
+            AnsweredSession::None => None,
+            AnsweredSession::Repeated => refused("session.repeated"),
+            AnsweredSession::One(session) => match self.remember_session(ex, session, true).await {
+                Remembered::AlreadyKnown => refused("session.reused"),
+                Remembered::New | Remembered::NotRecorded => None,
+            },
         }
     }
 
     /// An HTTP+SSE server announced `session` in its `endpoint` event: the one `initialize`
     /// that may declare capabilities for it is the first one to arrive.
     /// The session belongs to the principal that opened the stream (identity on).
-    pub async fn announce_session(&self, route: &Arc<str>, session: &str, owner: Option<&Scope>) {
+    /// Returns whether the session is new; a session already known (announced or declared
+    /// before) is not this stream's.
+    pub async fn announce_session(
+        &self,
+        route: &Arc<str>,
+        session: &str,
+        owner: Option<&Scope>,
+    ) -> bool {
         let key = SessionKey {
             route: route.clone(),
             session: Arc::from(session),
@@ -156,8 +185,15 @@ impl Enforcer {
             .store
             .put_session(&key, record, self.session_ttl, true)
             .await;
-        if let Ok(true) = self.noted("put_session", put) {
-            self.bind(key, owner.cloned(), self.session_ttl);
+        match self.noted("put_session", put) {
+            Ok(true) => {
+                self.bind(key, owner.cloned(), self.session_ttl);
+                true
+            }
+            Ok(false) => false,
+            // Not recorded: an `initialize` for it declares nothing, and its elicitations
+            // fail closed; the client may still use the session.
+            Err(Unavailable) => true,
         }
     }
 
@@ -188,25 +224,54 @@ impl Enforcer {
 
     /// Remembers the capabilities an `initialize` declared, for `session` (with `only_new`,
     /// never over a session already known).
-    pub(super) async fn remember_session(&self, ex: &Exchange, session: &str, only_new: bool) {
+    pub(super) async fn remember_session(
+        &self,
+        ex: &Exchange,
+        session: &str,
+        only_new: bool,
+    ) -> Remembered {
         let Some((key, record)) = declared_record(ex, session) else {
-            return;
+            return Remembered::NotRecorded;
         };
         let put = self
             .store
             .put_session(&key, record, self.session_ttl, only_new)
             .await;
-        match self.noted("put_session", put) {
-            Ok(true) => self.bind(key, ex.verified_principal().cloned(), self.session_ttl),
-            Ok(false) => {
-                tracing::warn!(route = %ex.route_name, "An upstream answered initialize with a session id already in use; its capabilities are kept.")
+        let remembered = match self.noted("put_session", put) {
+            Ok(true) => {
+                self.bind(key, ex.verified_principal().cloned(), self.session_ttl);
+                Remembered::New
             }
+            Ok(false) => Remembered::AlreadyKnown,
             Err(Unavailable) => {
-                tracing::warn!(route = %ex.route_name, "The state store did not record an initialize; the session's elicitations fail closed.")
+                tracing::warn!(route = %ex.route_name, "The state store did not record an initialize; the session's elicitations fail closed.");
+                Remembered::NotRecorded
             }
-        }
+        };
         self.gauges();
+        remembered
     }
+}
+
+/// The session a server's answer names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnsweredSession<'a> {
+    /// None named.
+    None,
+    /// Exactly one value.
+    One(&'a str),
+    /// Named more than once (or not as visible ASCII): readers disagree on which is meant.
+    Repeated,
+}
+
+/// What recording a declared session came to.
+pub(super) enum Remembered {
+    New,
+    /// The store already held a session by that id (only with `only_new`).
+    AlreadyKnown,
+    /// Nothing recorded: no capabilities were declared, or the store could not answer (the
+    /// session's elicitations then fail closed).
+    NotRecorded,
 }
 
 /// What an `initialize` declares for `session`: its modes and (identity on) its owner.

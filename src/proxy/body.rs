@@ -258,6 +258,11 @@ impl Relay {
                     continue;
                 };
                 let judged = judge.resume(outcome);
+                if judge.is_cut() && !self.upstream_done {
+                    // The judgment ended the stream: nothing more of the upstream is read.
+                    self.upstream_done = true;
+                    self.inner = Source::Gone;
+                }
                 if self.closing {
                     self.closing = false;
                     self.sse = None;

@@ -36,7 +36,9 @@ use super::sse_judge::StreamJudge;
 use super::upstream::UpstreamBody;
 use super::{Gateway, Route};
 use crate::enforce::judge::{Judged, ServerChannel, ServerVerdict};
-use crate::enforce::{Caller, Carrier, ClientVerdict, Enforcer, Exchange, Refusal, RequestFacts};
+use crate::enforce::{
+    AnsweredSession, Caller, Carrier, ClientVerdict, Enforcer, Exchange, Refusal, RequestFacts,
+};
 use crate::error::GatewayError;
 use crate::identity::Proven;
 use crate::mcp::transport::{self, Media};
@@ -44,6 +46,7 @@ use crate::spans;
 use bytes::Bytes;
 use elicitgate_core::inspect::RuleId;
 use elicitgate_core::mcp::jsonrpc::Envelope;
+use elicitgate_core::request;
 use http::{header, Method, Request, Response};
 use http_body::Body as _;
 use http_body_util::{BodyExt, Full};
@@ -81,11 +84,19 @@ pub async fn handle(
     let started = Instant::now();
     let http_method = HttpMethod::of(request.method());
     let path = request.uri().path();
-    let Some((route, rest)) = gateway.route(path) else {
-        let response = respond::error(&GatewayError::NoRoute, None);
-        record_unmatched(&gateway, http_method, &response, started);
-        let mut trail = trail_for(&gateway, started, request.headers());
-        return observed(&gateway, None, http_method, &conn, &mut trail, response);
+    let routed = if request::path_is_plain(path) {
+        gateway.route(path).ok_or(GatewayError::NoRoute)
+    } else {
+        Err(GatewayError::RequestTarget)
+    };
+    let (route, rest) = match routed {
+        Ok(found) => found,
+        Err(error) => {
+            let response = respond::error(&error, None);
+            record_unmatched(&gateway, http_method, &response, started);
+            let mut trail = trail_for(&gateway, started, request.headers());
+            return observed(&gateway, None, http_method, &conn, &mut trail, response);
+        }
     };
     // Where the route's rest of the path starts (the request moves on; no copy of the path).
     let rest_start = path.len() - rest.len();
@@ -342,14 +353,29 @@ async fn forward(
         tokio::spawn(response.into_body().discard());
         return Ok(substitute);
     }
-    let session = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok());
-    enforcer
+    let session = answered_session(response.headers());
+    if let Some(refusal) = enforcer
         .on_server_answer(&exchange, response.status().is_success(), session)
-        .await;
+        .await
+    {
+        // Nothing of the answer reaches the client; its body is read on the side so the
+        // connection can be kept.
+        tokio::spawn(response.into_body().discard());
+        return Ok(respond::refusal(&refusal));
+    }
     relay_response(gateway, route, response, exchange, answer).await
+}
+
+/// The session a response names in `Mcp-Session-Id`: read once, refused when repeated.
+fn answered_session(headers: &http::HeaderMap) -> AnsweredSession<'_> {
+    let mut values = headers.get_all("mcp-session-id").iter();
+    match (values.next(), values.next()) {
+        (None, _) => AnsweredSession::None,
+        (Some(one), None) => one
+            .to_str()
+            .map_or(AnsweredSession::Repeated, AnsweredSession::One),
+        (Some(_), Some(_)) => AnsweredSession::Repeated,
+    }
 }
 
 /// What carried the request, as enforcement sees it.

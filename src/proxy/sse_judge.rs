@@ -23,6 +23,7 @@ use elicitgate_core::elicitation;
 use elicitgate_core::inspect::RuleId;
 use elicitgate_core::mcp::jsonrpc::{self, canonical_id, Shape};
 use elicitgate_core::mcp::sse::{encode_event, SseFields};
+use elicitgate_core::request;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -48,6 +49,9 @@ pub struct Outcome {
 
 enum Finished {
     Judged(Judged),
+    /// The request's response, kept: it goes out once the store forgot what the request
+    /// left pending.
+    Response,
     /// An `endpoint` event, rewritten once its session was announced to the store.
     Endpoint(Option<Bytes>),
 }
@@ -72,9 +76,11 @@ pub struct StreamJudge {
     refused: Option<&'static str>,
     /// Elicitations this stream carried so far.
     elicitations: usize,
-    /// The stream carried more than `limits.max_elicitations_per_response`: nothing more of
-    /// the upstream is read; the relay ends it.
+    /// The stream carried more than `limits.max_elicitations_per_response`, or an endpoint
+    /// that cannot be read one way: nothing more of the upstream is read; the relay ends it.
     cut: bool,
+    /// The HTTP+SSE `endpoint` event went out (there is one per stream).
+    endpoint_announced: bool,
 }
 
 impl StreamJudge {
@@ -94,6 +100,7 @@ impl StreamJudge {
             refused: None,
             elicitations: 0,
             cut: false,
+            endpoint_announced: false,
         }
     }
 
@@ -107,6 +114,11 @@ impl StreamJudge {
         let fields = SseFields::parse(&raw);
         if fields.event == Some(&b"endpoint"[..]) && self.endpoints.is_some() {
             return self.rewrite_endpoint(&fields, raw.clone());
+        }
+        // Every event id reaches the client (a refused event keeps its `id`): one of a request
+        // stream is one the client may resume after, still associated.
+        if let Some(id) = fields.id.and_then(|i| std::str::from_utf8(i).ok()) {
+            self.exchange.forwarded_event(&self.enforcer, id);
         }
         let Some(data) = fields.data.as_deref().filter(|d| !d.is_empty()) else {
             return Step::Ready(Some(raw.clone()));
@@ -137,7 +149,19 @@ impl StreamJudge {
             return Step::Ready(id_only(id));
         }
         if !carries {
-            self.note_response(data);
+            if let Some(keys) = self.note_response(data) {
+                // The response goes out only once the elicitations its request left pending
+                // are forgotten: an answer the client sends after seeing it is refused.
+                let forgetting = self.enforcer.forget_pending(keys);
+                return Step::Wait(Box::pin(async move {
+                    forgetting.await;
+                    Outcome {
+                        id: None,
+                        raw,
+                        what: Finished::Response,
+                    }
+                }));
+            }
             return Step::Ready(Some(raw.clone()));
         }
         let text = Bytes::copy_from_slice(data);
@@ -180,8 +204,16 @@ impl StreamJudge {
         let Outcome { id, raw, what } = outcome;
         let id = id.as_deref();
         let (message, verdict) = match what {
-            Finished::Endpoint(bytes) => return bytes,
-            Finished::Judged(Judged::Plain) => return Some(raw),
+            Finished::Endpoint(Some(bytes)) => return Some(bytes),
+            Finished::Endpoint(None) => {
+                tracing::warn!(route = %self.exchange.route_name(), "Refused an HTTP+SSE endpoint naming a session already in use and ended its stream.");
+                self.enforcer
+                    .recorder
+                    .refused(&self.exchange, "server", "session.reused");
+                self.cut = true;
+                return None;
+            }
+            Finished::Judged(Judged::Plain) | Finished::Response => return Some(raw),
             Finished::Judged(Judged::Read(message, verdict)) => (message, verdict),
         };
         self.elicitations += elicitation::extract_all(&message).len();
@@ -251,19 +283,21 @@ impl StreamJudge {
     /// Notes whether a forwarded text is the response to the client's request. Texts without
     /// a `"result"` or `"error"` member name (progress, logs: most of a stream) are not
     /// parsed for it.
-    fn note_response(&mut self, data: &[u8]) {
+    /// Returns the pending elicitations to forget first when it is.
+    fn note_response(&mut self, data: &[u8]) -> Option<Vec<PendingKey>> {
         if self.request_done || self.exchange.request_id().is_none() {
-            return;
+            return None;
         }
         let finder = |needle: &[u8]| memchr::memmem::find(data, needle).is_some();
         if !finder(b"\"result\"") && !finder(b"\"error\"") {
-            return;
+            return None;
         }
         let envelope = elicitgate_core::mcp::jsonrpc::Envelope::peek(data);
         if envelope.kind == elicitgate_core::mcp::jsonrpc::Kind::Response {
             let theirs = envelope.id.as_deref().map(jsonrpc::canonical_raw_id);
-            self.mark_done_if(theirs);
+            return self.mark_done_if(theirs);
         }
+        None
     }
 
     fn note_response_value(&mut self, message: &Value) {
@@ -271,19 +305,23 @@ impl StreamJudge {
             return;
         }
         if matches!(jsonrpc::classify(message), Shape::Result | Shape::Error) {
-            self.mark_done_if(message.get("id").map(canonical_id));
+            if let Some(keys) = self.mark_done_if(message.get("id").map(canonical_id)) {
+                self.enforcer.spawn_forget_pending(keys);
+            }
         }
     }
 
-    fn mark_done_if(&mut self, theirs: Option<String>) {
+    /// Marks the request done when `theirs` is its id; returns the elicitations its stream
+    /// forwarded, now to be forgotten.
+    fn mark_done_if(&mut self, theirs: Option<String>) -> Option<Vec<PendingKey>> {
         let ours = self.exchange.request_id().map(jsonrpc::canonical_raw_id);
         if theirs.is_some() && theirs == ours {
             self.request_done = true;
             if !self.forwarded.is_empty() {
-                let keys = std::mem::take(&mut self.forwarded);
-                self.enforcer.spawn_forget_pending(keys);
+                return Some(std::mem::take(&mut self.forwarded));
             }
         }
+        None
     }
 
     /// The 2024-11-05 HTTP+SSE transport announces where the client must POST. The client is
@@ -307,15 +345,23 @@ impl StreamJudge {
             tracing::error!(route = %self.exchange.route_name(), "Dropped an HTTP+SSE endpoint that does not map through this route.");
             return Step::Ready(None);
         };
-        let session = url::Url::parse(&upstream_uri).ok().and_then(|u| {
-            u.query_pairs()
-                .find(|(k, _)| k == "sessionId" || k == "session_id")
-                .map(|(_, v)| Arc::<str>::from(v.as_ref()))
-        });
+        if self.endpoint_announced {
+            // Clients differ on a second endpoint (one posts to the first, another to the
+            // last): the stream ends here rather than be read two ways.
+            return self.refuse_endpoint("endpoint.repeated");
+        }
+        let query = url::Url::parse(&upstream_uri)
+            .ok()
+            .and_then(|u| u.query().map(str::to_owned));
+        let (session, ambiguous) = request::session_of(None, query.as_deref());
+        if ambiguous {
+            return self.refuse_endpoint("endpoint.session_repeated");
+        }
         let Ok(uri) = upstream_uri.parse() else {
             tracing::error!(route = %self.exchange.route_name(), "Dropped an HTTP+SSE endpoint that is not a valid URI.");
             return Step::Ready(None);
         };
+        self.endpoint_announced = true;
         // The gateway's own answers now go to the announced URI.
         self.answer = self.answer.to(uri);
         Arc::make_mut(&mut self.exchange).announced(session.clone());
@@ -333,15 +379,28 @@ impl StreamJudge {
         let route = self.exchange.route_name().clone();
         let owner = self.exchange.verified_principal().cloned();
         Step::Wait(Box::pin(async move {
-            enforcer
+            let new = enforcer
                 .announce_session(&route, &session, owner.as_ref())
                 .await;
             Outcome {
                 id,
                 raw,
-                what: Finished::Endpoint(Some(event)),
+                // A session another stream was given already is never this client's: its
+                // capabilities and owner belong to the first.
+                what: Finished::Endpoint(new.then_some(event)),
             }
         }))
+    }
+
+    /// An endpoint event that cannot be read one way: dropped, recorded, and the stream ends
+    /// (without an endpoint, or with a second one, its client cannot be served safely).
+    fn refuse_endpoint(&mut self, reason: &'static str) -> Step {
+        tracing::warn!(route = %self.exchange.route_name(), reason, "Refused an HTTP+SSE endpoint event and ended its stream.");
+        self.enforcer
+            .recorder
+            .refused(&self.exchange, "server", reason);
+        self.cut = true;
+        Step::Ready(None)
     }
 }
 

@@ -85,8 +85,13 @@ pub struct UrlKey {
 /// Where a 2026-07-28 `inputRequests` map is remembered.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum AskedKey {
-    /// SHA-256 of the `requestState` the client must echo.
-    RequestState { route: Arc<str>, digest: [u8; 32] },
+    /// SHA-256 of the `requestState` the client must echo, for the principal it was asked
+    /// of: two users whose servers issue the same `requestState` never share what was asked.
+    RequestState {
+        route: Arc<str>,
+        principal: Scope,
+        digest: [u8; 32],
+    },
     /// No `requestState`: the principal's next call of the same method and name.
     Call {
         route: Arc<str>,

@@ -13,9 +13,8 @@ fn config(upstream: &str, kill_switch: bool) -> String {
     )
 }
 
-/// Is an elicitation forwarded right now?
+/// Is an elicitation forwarded right now (in the session [`initialize`] opened)?
 async fn forwarded(gw: &TestGateway) -> bool {
-    initialize(gw, BOTH).await;
     call_tool(gw).await.contains("elicitation/create")
 }
 
@@ -61,6 +60,7 @@ async fn policy_changes_apply_live_and_invalid_edits_are_refused() {
         Some(path.clone()),
     )
     .await;
+    initialize(&gw, BOTH).await;
     assert!(forwarded(&gw).await);
 
     // In-place edit: the kill switch goes on.

@@ -25,6 +25,7 @@ mod reload_everything;
 mod replicas;
 mod sdk_2026;
 mod sdk_legacy;
+mod sessions_and_headers;
 mod shared_state;
 mod state_conformance;
 mod stdio_and_sse;

@@ -46,12 +46,14 @@ fn readme_table() -> BTreeMap<String, Row> {
             .filter_map(|n| n.parse().ok())
             .filter(|n| (100..600).contains(n))
             .collect();
+        // Members every refusal of the kind has (`a`, `b: "x"`); "`c` when …" is optional.
         let data = data
-            .split(',')
+            .split([',', ';'])
+            .map(str::trim)
+            .filter(|d| !d.contains(" when "))
             .map(|d| {
-                d.trim()
-                    .trim_matches('`')
-                    .split(':')
+                d.trim_matches('`')
+                    .split(['`', ':'])
                     .next()
                     .unwrap()
                     .to_owned()

@@ -97,6 +97,7 @@ async fn two_replicas_taking_one_answer_get_it_exactly_once() {
     );
     let asked_key = AskedKey::RequestState {
         route: Arc::from("demo"),
+        principal: Arc::from("c:1"),
         digest: [7; 32],
     };
     let asked = AskedRecord {

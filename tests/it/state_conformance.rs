@@ -210,6 +210,7 @@ async fn conformance(a: Arc<dyn StateStore>, b: Arc<dyn StateStore>) {
     // 2026 retries: an asked map is consumed by exactly one retry.
     let asked_key = AskedKey::RequestState {
         route: Arc::from("demo"),
+        principal: Arc::from("c:1"),
         digest: [7; 32],
     };
     let asked = AskedRecord {
@@ -220,6 +221,13 @@ async fn conformance(a: Arc<dyn StateStore>, b: Arc<dyn StateStore>) {
         principal: None,
     };
     a.put_asked(&asked_key, &asked, TTL).await.unwrap();
+    // The same requestState asked of another principal is another entry.
+    let theirs = AskedKey::RequestState {
+        route: Arc::from("demo"),
+        principal: Arc::from("c:2"),
+        digest: [7; 32],
+    };
+    assert_eq!(b.take_asked(&theirs).await.unwrap(), None);
     assert_eq!(b.take_asked(&asked_key).await.unwrap(), Some(asked));
     assert_eq!(a.take_asked(&asked_key).await.unwrap(), None);
 

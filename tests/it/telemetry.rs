@@ -344,8 +344,9 @@ async fn an_unreachable_collector_is_counted_and_never_blocks_the_proxy() {
         ),
     ))
     .await;
+    initialize(&gw, BOTH).await;
     for _ in 0..20 {
-        initialize(&gw, BOTH).await;
+        call_tool(&gw).await;
     }
     let mut failed = false;
     for _ in 0..100 {

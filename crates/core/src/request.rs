@@ -1,5 +1,6 @@
-//! What a request says about itself, read without I/O: the session it names and the client
-//! address behind trusted proxies. The gateway hands these functions header values as text;
+//! What a request says about itself, read without I/O: whether its path can be routed as
+//! the upstream will read it, the session it names and the client address behind trusted
+//! proxies. The gateway hands these functions header values as text;
 //! the fuzz target `request_identity` drives them directly.
 //!
 //! Never: I/O, or trusting a hop that a trusted proxy did not add.
@@ -7,6 +8,25 @@
 use ipnet::IpNet;
 use std::net::IpAddr;
 use std::sync::Arc;
+
+/// Whether a request path reads the same to every reader: no dot segments (`.`, `..`),
+/// spelled plainly or percent-encoded (`%2e`, `%2E`, mixed), and no encoded or backslash
+/// separators (`%2f`, `%5c`, `\`). Routing is by path prefix; an upstream that resolves dot
+/// segments (RFC 3986 §5.2.4) or decodes separators would serve a path no route exposes, so
+/// such paths are refused before routing, never forwarded raw.
+pub fn path_is_plain(path: &str) -> bool {
+    if path.contains('\\') {
+        return false;
+    }
+    let lower = path.to_ascii_lowercase();
+    if lower.contains("%2f") || lower.contains("%5c") {
+        return false;
+    }
+    lower
+        .split('/')
+        .map(|segment| segment.replace("%2e", "."))
+        .all(|segment| segment != "." && segment != "..")
+}
 
 /// The session a request names, and whether it names it ambiguously. Streamable HTTP names
 /// it in `Mcp-Session-Id`; the 2024-11-05 HTTP+SSE transport in the POST URI's query
@@ -83,6 +103,35 @@ mod tests {
                     .unwrap()
             })
             .collect()
+    }
+
+    #[test]
+    fn dot_segments_and_encoded_separators_are_not_plain() {
+        for plain in [
+            "/mcp",
+            "/mcp/",
+            "/mcp/a.b",
+            "/mcp/...",
+            "/mcp/.well-known/x",
+            "/",
+        ] {
+            assert!(path_is_plain(plain), "{plain}");
+        }
+        for crooked in [
+            "/mcp/../admin",
+            "/mcp/./x",
+            "/mcp/..",
+            "/mcp/%2e%2e/admin",
+            "/mcp/%2E%2e/admin",
+            "/mcp/x/%2E%2E/%2e%2e/admin",
+            "/mcp/.%2e/admin",
+            "/mcp/%2e/x",
+            "/mcp%2f..%2fadmin",
+            "/mcp/..%5cadmin",
+            "/mcp\\..\\admin",
+        ] {
+            assert!(!path_is_plain(crooked), "{crooked}");
+        }
     }
 
     #[test]

@@ -287,7 +287,11 @@ impl RedisStore {
 
     fn asked_key(&self, key: &AskedKey) -> String {
         let d = match key {
-            AskedKey::RequestState { route, digest: rs } => digest(&[b"rs", route.as_bytes(), rs]),
+            AskedKey::RequestState {
+                route,
+                principal,
+                digest: rs,
+            } => digest(&[b"rs", route.as_bytes(), principal.as_bytes(), rs]),
             AskedKey::Call {
                 route,
                 principal,
