@@ -171,6 +171,19 @@ pub struct RouteSettings {
     /// Name of the policy under `policies` for this route; absent = the shared default.
     #[serde(default)]
     pub policy: Option<String>,
+    /// `mcp` (default): every message is read and judged as MCP. `http`: proxied without
+    /// reading it as MCP (an authorization server's endpoints, other non-MCP paths).
+    #[serde(default)]
+    pub protocol: RouteProtocol,
+}
+
+/// What a route carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RouteProtocol {
+    #[default]
+    Mcp,
+    Http,
 }
 
 /// A configuration value that must never be printed.
@@ -300,6 +313,9 @@ impl TelemetrySettings {
 /// The checked process settings.
 #[derive(Debug, Clone)]
 pub struct Settings {
+    /// The origin (and optional base path) clients use to reach the gateway, without a
+    /// trailing `/`: the resource its MCP routes are to OAuth clients (RFC 9728).
+    pub public_url: Option<String>,
     pub listen: SocketAddr,
     pub admin_listen: SocketAddr,
     /// Threads serving `listen`, each with its own event loop, listener socket and upstream
@@ -330,6 +346,7 @@ pub struct Settings {
 const MAX_WORKERS: usize = 1024;
 
 const TOP_LEVEL_KEYS: &[&str] = &[
+    "public_url",
     "listen",
     "admin_listen",
     "workers",
@@ -388,6 +405,8 @@ impl Settings {
         for key in unknown {
             errors.push(format!("unknown key `{key}`"));
         }
+        let public_url = optional::<String>(&top, "public_url", &mut errors)
+            .and_then(|url| check_public_url(&url, &mut errors));
         let listen = optional::<SocketAddr>(&top, "listen", &mut errors);
         let admin_listen = optional::<SocketAddr>(&top, "admin_listen", &mut errors);
         let workers = optional::<usize>(&top, "workers", &mut errors).unwrap_or(0);
@@ -436,6 +455,7 @@ impl Settings {
             "routes": named,
         }));
         let mut settings = Settings {
+            public_url,
             listen: listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
             admin_listen: admin_listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 9090))),
             workers: match workers {
@@ -573,6 +593,16 @@ impl Settings {
         }
         for (n, (route, &i)) in self.routes.iter().zip(indices).enumerate() {
             route.validate(i, errors);
+            if route
+                .path
+                .starts_with("/.well-known/oauth-protected-resource")
+                && (self.public_url.is_some() || self.identity.mode == IdentityMode::Jwt)
+            {
+                errors.push(format!(
+                    "routes[{i}].path: `{}` shadows the protected resource metadata the gateway publishes for its MCP routes",
+                    route.path
+                ));
+            }
             for other in &self.routes[..n] {
                 if other.name == route.name {
                     errors.push(format!("routes[{i}]: duplicate name `{}`", route.name));
@@ -714,6 +744,44 @@ fn routes(
             Vec::new()
         }
     }
+}
+
+/// `public_url`: an absolute `https` URL (plain `http` only for a loopback host), without
+/// query, fragment or credentials; returned without a trailing `/`.
+fn check_public_url(url: &str, errors: &mut Vec<String>) -> Option<String> {
+    let parsed = match url::Url::parse(url) {
+        Ok(u) => u,
+        Err(e) => {
+            errors.push(format!("public_url: `{url}` is not an absolute URL ({e})"));
+            return None;
+        }
+    };
+    let loopback = match parsed.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    match parsed.scheme() {
+        "https" => {}
+        "http" if loopback => {}
+        "http" => errors.push(format!(
+            "public_url: `{url}` must be https (plain http only for a loopback host)"
+        )),
+        other => errors.push(format!("public_url: scheme `{other}` must be https")),
+    }
+    if parsed.host().is_none() {
+        errors.push(format!("public_url: `{url}` has no host"));
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        errors.push(format!(
+            "public_url: `{url}` must not have a query or fragment"
+        ));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        errors.push(format!("public_url: `{url}` must not carry credentials"));
+    }
+    Some(parsed.as_str().trim_end_matches('/').to_owned())
 }
 
 /// Two listeners that cannot both bind: the same port on the same address, or on any

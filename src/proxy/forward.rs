@@ -28,6 +28,7 @@
 use super::answer::HttpAnswer;
 use super::body::{Relay, ResponseBody, Source};
 use super::headers;
+use super::oauth;
 use super::observe::{AccessLine, Observed, Trail};
 use super::read;
 use super::request_metrics::HttpMethod;
@@ -42,6 +43,7 @@ use crate::enforce::{
 use crate::error::GatewayError;
 use crate::identity::Proven;
 use crate::mcp::transport::{self, Media};
+use crate::settings::RouteProtocol;
 use crate::spans;
 use bytes::Bytes;
 use elicitgate_core::inspect::RuleId;
@@ -84,6 +86,28 @@ pub async fn handle(
     let started = Instant::now();
     let http_method = HttpMethod::of(request.method());
     let path = request.uri().path();
+    if request.method() == Method::GET && oauth::publishes(&gateway.settings) {
+        // Protected resource metadata: served before any identity check (a client reads it to
+        // learn how to authenticate).
+        if let Some(route) = oauth::metadata_path(path).and_then(|p| gateway.mcp_route_at(p)) {
+            let response = oauth::metadata(&gateway.settings, &route).await;
+            let mut trail = trail_for(&gateway, started, request.headers());
+            route.request_metrics.record(
+                http_method,
+                trail.envelope.method_label(),
+                response.status(),
+                started.elapsed().as_secs_f64(),
+            );
+            return observed(
+                &gateway,
+                Some(&route),
+                http_method,
+                &conn,
+                &mut trail,
+                response,
+            );
+        }
+    }
     let routed = if request::path_is_plain(path) {
         gateway.route(path).ok_or(GatewayError::NoRoute)
     } else {
@@ -101,7 +125,13 @@ pub async fn handle(
     // Where the route's rest of the path starts (the request moves on; no copy of the path).
     let rest_start = path.len() - rest.len();
     let mut trail = trail_for(&gateway, started, request.headers());
-    let response = match exchange(&gateway, &route, rest_start, &conn, request, &mut trail).await {
+    let exchanged = match route.protocol {
+        RouteProtocol::Mcp => {
+            exchange(&gateway, &route, rest_start, &conn, request, &mut trail).await
+        }
+        RouteProtocol::Http => plain_exchange(&gateway, &route, rest_start, &conn, request).await,
+    };
+    let response = match exchanged {
         Ok(response) => response,
         Err(error) => {
             if error.fault() != crate::error::Fault::Client {
@@ -210,6 +240,39 @@ fn server_span(
         trail.arrived,
         attributes,
     )
+}
+
+/// A request to an `http` route: read (bounded), sent upstream with the hop-by-hop rules,
+/// and its response relayed untouched. Nothing of it is read as MCP: no identity, no
+/// enforcement (an authorization server's endpoints, other non-MCP paths of the origin).
+async fn plain_exchange(
+    gateway: &Gateway,
+    route: &Route,
+    rest_start: usize,
+    conn: &ClientConn,
+    request: Request<Incoming>,
+) -> Result<Response<ResponseBody>, GatewayError> {
+    let (mut parts, body) = request.into_parts();
+    let (body, _held) = read_request(body, gateway).await?;
+    let uri = route
+        .upstream_target(&parts.uri.path()[rest_start..], parts.uri.query())
+        .map_err(|e: http::uri::InvalidUri| GatewayError::BadUpstreamRequest(e.into()))?;
+    headers::to_upstream(&mut parts.headers, &conn.forwarded_for, conn.scheme);
+    let mut upstream_request = Request::builder()
+        .method(parts.method)
+        .uri(uri)
+        .body(Full::new(body))
+        .map_err(GatewayError::BadUpstreamRequest)?;
+    *upstream_request.headers_mut() = parts.headers;
+    let response = route.upstream.send(upstream_request).await?;
+    let (mut parts, body) = response.into_parts();
+    headers::to_client(&mut parts.headers, false);
+    let idle = gateway.settings.timeouts.stream_idle;
+    let relay = Relay::new(Source::Plain(body), idle, None, route.relay_metrics.clone());
+    Ok(Response::from_parts(
+        parts,
+        ResponseBody::Relay(Box::new(relay)),
+    ))
 }
 
 /// Steps 2–3 for a routed request, then the rest ([`forward`]) inside its trace context.
@@ -338,7 +401,7 @@ async fn forward(
             Err(e) => spans::end_failed(cx, e.reason()),
         }
     }
-    let response = match sent {
+    let mut response = match sent {
         Ok(response) => response,
         Err(e) => {
             // An answer that never reached the server is pending again.
@@ -346,6 +409,13 @@ async fn forward(
             return Err(e);
         }
     };
+    if response.status() == http::StatusCode::UNAUTHORIZED {
+        if let Some(public_url) = &gateway.settings.public_url {
+            // The client must ask the gateway for the metadata: its document names the
+            // gateway as the resource, the URL the client connects to.
+            oauth::rewrite_challenges(response.headers_mut(), public_url, route);
+        }
+    }
     if let Some(substitute) = substitute_response {
         // The server got the gateway's error instead of the client's answer; the client
         // learns why its answer was refused at once. The server's reply is read on the side

@@ -11,6 +11,7 @@ mod driven;
 pub mod forward;
 pub mod headers;
 pub mod idle;
+pub mod oauth;
 pub mod observe;
 pub mod read;
 pub mod request_metrics;
@@ -21,7 +22,7 @@ pub mod upstream;
 
 use crate::enforce::Enforcer;
 use crate::metrics::Metrics;
-use crate::settings::{RouteSettings, Settings};
+use crate::settings::{RouteProtocol, RouteSettings, Settings};
 use body::RelayMetrics;
 use request_metrics::RequestMetrics;
 use std::sync::Arc;
@@ -33,6 +34,8 @@ pub struct Route {
     /// idle upstream connections).
     source: RouteSource,
     pub name: Arc<str>,
+    /// `mcp`: every message judged; `http`: proxied without reading it as MCP.
+    pub protocol: RouteProtocol,
     /// `host:port` of the upstream, for audit events.
     pub upstream_label: Arc<str>,
     /// The configured prefix without a trailing `/` (`""` for a route at `/`).
@@ -59,6 +62,7 @@ pub struct Route {
 #[derive(Clone, PartialEq, Eq)]
 struct RouteSource {
     name: String,
+    protocol: RouteProtocol,
     path: String,
     upstream: String,
     ca_file: Option<std::path::PathBuf>,
@@ -69,6 +73,7 @@ impl RouteSource {
     fn read(settings: &RouteSettings) -> Self {
         Self {
             name: settings.name.clone(),
+            protocol: settings.protocol,
             path: settings.path.clone(),
             upstream: settings.upstream.clone(),
             ca_file: settings.ca_file.clone(),
@@ -116,6 +121,7 @@ impl Route {
         let base_uri = format!("{origin}{}", url.path()).parse()?;
         let route_name: Arc<str> = Arc::from(name);
         Ok(Self {
+            protocol: source.protocol,
             source,
             name: route_name.clone(),
             upstream_label: Arc::from(label),
@@ -141,6 +147,23 @@ impl Route {
     fn rest<'p>(&self, path: &'p str) -> Option<&'p str> {
         let rest = path.strip_prefix(self.prefix.as_str())?;
         (rest.is_empty() || rest.starts_with('/')).then_some(rest)
+    }
+
+    /// The route's path on the gateway, without a trailing `/` (`""` for a route at `/`).
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Where the upstream publishes its protected resource metadata (RFC 9728: the
+    /// well-known prefix between its origin and its path).
+    pub fn upstream_metadata_uri(&self) -> Result<http::Uri, http::uri::InvalidUri> {
+        format!(
+            "{}{}{}",
+            self.upstream_origin,
+            oauth::METADATA_PREFIX,
+            self.upstream_path_trimmed
+        )
+        .parse()
     }
 
     /// How this route maps URIs its upstream announces.
@@ -304,6 +327,16 @@ impl Gateway {
             .load()
             .iter()
             .find_map(|r| r.rest(path).map(|rest| (r.clone(), rest)))
+    }
+
+    /// The MCP route mounted exactly at `path` (`/` for a route at the root).
+    pub fn mcp_route_at(&self, path: &str) -> Option<Arc<Route>> {
+        let wanted = path.trim_end_matches('/');
+        self.routes
+            .load()
+            .iter()
+            .find(|r| r.protocol == RouteProtocol::Mcp && r.prefix == wanted)
+            .cloned()
     }
 
     /// Builds the route table `routes` describe, without serving it: an unchanged plain-text

@@ -331,3 +331,52 @@ fn timeouts_of_centuries_are_errors_not_panics_on_the_request_path() {
     }
     assert!(!all.contains("shutdown_grace"), "{all}");
 }
+
+#[test]
+fn public_url_is_an_https_origin_or_loopback_http() {
+    let with = |url: &str| load(&format!("public_url: \"{url}\"\n{MINIMAL}"));
+    assert_eq!(
+        with("https://mcp.example.com/")
+            .unwrap()
+            .public_url
+            .as_deref(),
+        Some("https://mcp.example.com")
+    );
+    assert_eq!(
+        with("http://127.0.0.1:8080").unwrap().public_url.as_deref(),
+        Some("http://127.0.0.1:8080")
+    );
+    assert!(with("http://localhost:8080/gw").is_ok());
+    for bad in [
+        "http://mcp.example.com",
+        "ftp://mcp.example.com",
+        "https://mcp.example.com/?x=1",
+        "https://user:pw@mcp.example.com",
+        "/relative",
+    ] {
+        let all = with(bad).unwrap_err().0.join("\n");
+        assert!(all.contains("public_url"), "{bad}: {all}");
+    }
+}
+
+#[test]
+fn routes_carry_mcp_or_plain_http_and_never_shadow_published_metadata() {
+    let s = load(&format!(
+        "{MINIMAL}  - name: token\n    path: /token\n    protocol: http\n    upstream: \"http://127.0.0.1:3001/token\"\n"
+    ))
+    .unwrap();
+    assert_eq!(s.routes[0].protocol, RouteProtocol::Mcp);
+    assert_eq!(s.routes[1].protocol, RouteProtocol::Http);
+    let bad = load(&format!(
+        "{MINIMAL}  - name: x\n    path: /x\n    protocol: grpc\n    upstream: \"http://127.0.0.1:3001/x\"\n"
+    ));
+    assert!(bad.is_err());
+    let shadow = format!(
+        "public_url: \"https://gw.example\"\n{MINIMAL}  - name: prm\n    path: /.well-known/oauth-protected-resource/mcp\n    protocol: http\n    upstream: \"http://127.0.0.1:3001/x\"\n"
+    );
+    let all = load(&shadow).unwrap_err().0.join("\n");
+    assert!(
+        all.contains("shadows the protected resource metadata"),
+        "{all}"
+    );
+}

@@ -260,7 +260,8 @@ async fn per_principal_memory_survives_token_refresh_and_retries_belong_to_their
 
     let (_, _, asked) = post_as(&gw, Some(&alice), false, &modern(json!({}))).await;
     let rs = asked["result"]["requestState"].as_str().unwrap().to_owned();
-    // Bob cannot answer what Alice was asked.
+    // Bob cannot answer what Alice was asked: what was asked is kept per principal, so his
+    // retry with her requestState finds nothing pending (and leaves hers untouched).
     let accept = json!({"region":{"action":"accept","content":{"region":"eu"}}});
     let (status, _, body) = post_as(
         &gw,
@@ -270,7 +271,7 @@ async fn per_principal_memory_survives_token_refresh_and_retries_belong_to_their
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
-    assert_eq!(body["error"]["data"]["rules"], json!(["session.mismatch"]));
+    assert_eq!(body["error"]["data"]["rules"], json!(["response.unknown"]));
     // Alice declines.
     let decline = json!({"region":{"action":"decline"}});
     let (status, _, body) = post_as(

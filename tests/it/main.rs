@@ -18,6 +18,7 @@ mod integrity;
 mod layering;
 mod never_panics;
 mod no_leaks;
+mod oauth;
 mod passthrough;
 mod prometheus;
 mod refusals;

@@ -117,3 +117,45 @@ pub async fn client(sdk: Sdk, args: &[&str]) -> Value {
         });
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
+
+/// The OAuth-protected MCP server (`tests/peers/node/oauth_server.mjs`: the TypeScript SDK's
+/// demo authorization server in front of a Streamable HTTP endpoint at `/mcp`); killed when
+/// dropped.
+pub struct OAuthServer {
+    pub port: u16,
+    /// Where its authorization server listens (`http://127.0.0.1:<port>`).
+    pub auth_origin: String,
+    _child: Child,
+}
+
+/// Starts the OAuth-protected server with `args` (`--auth same|separate`, `--issuer URL`,
+/// `--resource URL`, `--jwt`).
+pub async fn oauth_server(args: &[&str]) -> OAuthServer {
+    let mut cmd = Command::new(node_checked());
+    cmd.arg(peers().join("node/oauth_server.mjs"))
+        .args(["--port", "0", "--host", "127.0.0.1"])
+        .args(args)
+        .kill_on_drop(true)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("start the OAuth server");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let (port, auth_origin) = tokio::time::timeout(Duration::from_secs(60), async {
+        while let Some(line) = lines.next_line().await.expect("read server stdout") {
+            if let Some(rest) = line.strip_prefix("READY ") {
+                let mut words = rest.split_whitespace();
+                let port = words.next().expect("port").parse::<u16>().expect("port");
+                return (port, words.next().expect("origin").to_owned());
+            }
+        }
+        panic!("the OAuth server exited before READY");
+    })
+    .await
+    .expect("the OAuth server did not become ready");
+    OAuthServer {
+        port,
+        auth_origin,
+        _child: child,
+    }
+}

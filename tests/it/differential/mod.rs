@@ -2,10 +2,12 @@
 //! once DIRECTLY against a hostile server and once THROUGH THE GATEWAY, and what each client
 //! surfaces to its user is compared. [`http`]: Streamable HTTP (and the 2024-11-05 HTTP+SSE
 //! transport), with the Python, TypeScript and Rust (`rmcp`) SDKs; [`stdio`]: a hostile stdio
-//! server, with the Python and TypeScript SDKs. This module holds what both share: finding the
+//! server, with the Python and TypeScript SDKs; [`headers`]: how each client reads a repeated
+//! header, and that through the gateway none gets to. This module holds what both share: finding the
 //! installed oracles, listing the generated cases, running one oracle client over all of them,
 //! and reading its records. See docs/differential.md.
 
+mod headers;
 mod http;
 mod stdio;
 

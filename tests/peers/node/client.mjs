@@ -3,6 +3,8 @@
 //   --transport http (default) --url http://host:port/mcp   StreamableHTTPClientTransport
 //   --transport stdio --command "<shell words>"             StdioClientTransport (spawns it; full env)
 //   --transport sse --url http://host:port/sse              SSEClientTransport (deprecated HTTP+SSE)
+//   --oauth: the MCP authorization flow (http transport): dynamic registration, PKCE, the user's
+//     consent simulated by following the authorization server's redirect, then the token.
 // Calls one tool, answers every elicitation with --answer, prints exactly one JSON line:
 //   {"ok": true, "result": <first text content, JSON-parsed if JSON>, "elicitations": [...], ...}
 //   {"ok": false, "error": {"code": ..., "message": ..., "data": ...}, "elicitations": [...], ...}
@@ -14,6 +16,8 @@ import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontex
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { SSEClientTransport, SseError } from '@modelcontextprotocol/sdk/client/sse.js';
 import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
+import { InMemoryOAuthClientProvider } from '@modelcontextprotocol/sdk/examples/client/simpleOAuthClientProvider.js';
 
 const CAPS = {
   form: { elicitation: { form: {} } },
@@ -35,6 +39,7 @@ const { values: opt } = parseArgs({
     answer: { type: 'string', default: 'accept' },
     content: { type: 'string' },
     timeout: { type: 'string', default: '30' },
+    oauth: { type: 'boolean', default: false },
   },
 });
 
@@ -46,6 +51,8 @@ function finish() {
   process.stdout.write(JSON.stringify(out) + '\n');
 }
 let transport; // set below; bail() stops a spawned stdio server
+let authorizationCode = null; // --oauth: the code the authorization server redirected with
+let oauthProvider = null;
 function bail(message) {
   out.ok = false;
   delete out.result;
@@ -177,7 +184,27 @@ if (opt.transport === 'stdio') {
 } else if (opt.transport === 'sse') {
   transport = new SSEClientTransport(new URL(opt.url));
 } else {
-  transport = new StreamableHTTPClientTransport(new URL(opt.url));
+  transport = new StreamableHTTPClientTransport(new URL(opt.url), oauthOptions());
+}
+
+// The user's consent, simulated: the authorization server redirects to our redirect URI with
+// the code at once (the SDK's demo provider does), so the redirect is read, not followed.
+function oauthOptions() {
+  if (!opt.oauth) return undefined;
+  const redirectUrl = 'http://127.0.0.1:9/callback';
+  oauthProvider ??= new InMemoryOAuthClientProvider(redirectUrl, {
+    client_name: 'elicitgate test peer',
+    redirect_uris: [redirectUrl],
+    grant_types: ['authorization_code', 'refresh_token'],
+    response_types: ['code'],
+    token_endpoint_auth_method: 'client_secret_post',
+  }, async (url) => {
+    const r = await fetch(url, { redirect: 'manual' });
+    const location = r.headers.get('location');
+    authorizationCode = location ? new URL(location).searchParams.get('code') : null;
+    out.authorizationUrl = url.origin;
+  });
+  return { authProvider: oauthProvider };
 }
 // The negotiated version: Streamable HTTP / SSE expose setProtocolVersion, stdio does not (the
 // Client calls it only if present), so record it here for every transport.
@@ -219,7 +246,20 @@ function observeOutgoing(msg) {
 }
 
 async function main() {
-  await client.connect(transport, { timeout: timeoutMs });
+  try {
+    await client.connect(transport, { timeout: timeoutMs });
+  } catch (e) {
+    if (!(opt.oauth && e instanceof UnauthorizedError)) throw e;
+    // redirectToAuthorization ran (it may still be reading the redirect); then the token.
+    for (let i = 0; i < 100 && !authorizationCode; i++) await new Promise((r) => setTimeout(r, 50));
+    if (!authorizationCode) throw new Error('the authorization server gave no code');
+    await transport.finishAuth(authorizationCode);
+    out.authorized = true;
+    transport = new StreamableHTTPClientTransport(new URL(opt.url), oauthOptions());
+    const setVersion = transport.setProtocolVersion?.bind(transport);
+    transport.setProtocolVersion = (v) => { negotiatedVersion = v; setVersion?.(v); };
+    await client.connect(transport, { timeout: timeoutMs });
+  }
   const onmessage = transport.onmessage;
   transport.onmessage = (msg, extra) => { observeIncoming(msg); onmessage?.(msg, extra); };
   const send = transport.send.bind(transport);

@@ -4,6 +4,9 @@
 --transport http (default) --url http://host:port/mcp
 --transport stdio --command "<shell words>"  (spawned with the SDK's stdio_client; full environment)
 --transport sse --url http://host:port/sse    (deprecated 2024-11-05 HTTP+SSE, SDK's sse_client)
+--oauth   (http) the MCP authorization flow through the SDK's OAuthClientProvider: discovery,
+          dynamic registration, PKCE; the user's consent is simulated by reading the
+          authorization server's redirect instead of opening a browser.
 
 Calls one tool, answers every elicitation with --answer, prints exactly one JSON line:
   {"ok": true, "result": <first text content, JSON-parsed if JSON>, "elicitations": [...], ...}
@@ -118,7 +121,66 @@ def server_target(args: argparse.Namespace) -> Any:
         from mcp.client.sse import sse_client
 
         return sse_client(args.url, timeout=args.timeout, sse_read_timeout=args.timeout)
+    if args.oauth:
+        return oauth_transport(args)
     return args.url
+
+
+class MemoryTokens:
+    """TokenStorage in memory (one run of this script)."""
+
+    def __init__(self) -> None:
+        self.tokens = None
+        self.client_info = None
+
+    async def get_tokens(self):
+        return self.tokens
+
+    async def set_tokens(self, tokens) -> None:
+        self.tokens = tokens
+
+    async def get_client_info(self):
+        return self.client_info
+
+    async def set_client_info(self, client_info) -> None:
+        self.client_info = client_info
+
+
+def oauth_transport(args: argparse.Namespace) -> Any:
+    import httpx2
+    from urllib.parse import parse_qs, urlparse
+    from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared.auth import OAuthClientMetadata
+
+    redirect = "http://127.0.0.1:9/callback"
+    box: dict[str, Any] = {}
+
+    async def on_redirect(url: str) -> None:
+        async with httpx2.AsyncClient(follow_redirects=False) as http:
+            location = (await http.get(url)).headers.get("location", "")
+        query = parse_qs(urlparse(location).query)
+        box["code"] = (query.get("code") or [""])[0]
+        box["state"] = (query.get("state") or [None])[0]
+
+    async def on_callback() -> AuthorizationCodeResult:
+        return AuthorizationCodeResult(code=box.get("code", ""), state=box.get("state"))
+
+    provider = OAuthClientProvider(
+        server_url=args.url,
+        client_metadata=OAuthClientMetadata(
+            client_name="elicitgate test peer",
+            redirect_uris=[redirect],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
+            token_endpoint_auth_method="client_secret_post",
+        ),
+        storage=MemoryTokens(),
+        redirect_handler=on_redirect,
+        callback_handler=on_callback,
+    )
+    http_client = httpx2.AsyncClient(auth=provider, timeout=args.timeout)
+    return streamable_http_client(args.url, http_client=http_client)
 
 
 async def run(args: argparse.Namespace, out: dict[str, Any]) -> None:
@@ -216,6 +278,7 @@ def main() -> None:
     ap.add_argument("--answer", choices=["accept", "decline", "cancel"], default="accept")
     ap.add_argument("--content", default=None, help="JSON object sent as content on a form accept")
     ap.add_argument("--timeout", type=float, default=30.0, help="overall timeout in seconds")
+    ap.add_argument("--oauth", action="store_true", help="http: authorize with OAuth first")
     args = ap.parse_args()
     if args.transport == "stdio":
         try:
