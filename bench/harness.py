@@ -690,7 +690,7 @@ def report(res, args):
             L.append(f"| {t} | {r['bytes'] / (1 << 20):.0f} MiB | {r['mib_per_s']} | {mib(r['rss_start_kib'])} | "
                      f"{mib(r['rss_mid_kib'])} | {mib(r['rss_end_kib'])} | {mib(r['rss_max_kib'])} |")
     L.append("")
-    L.append("Targets (SPEC §7, issue 18):")
+    L.append("Targets (SPEC §7):")
     L.append("")
     for line in verdicts(res):
         L.append(f"- {line}")
@@ -698,7 +698,7 @@ def report(res, args):
 
 
 def verdicts(res):
-    """The targets of issue 18 (and SPEC §7 before it), each MET or MISSED."""
+    """The targets of SPEC §7, each MET or MISSED."""
     out = []
     if "small" in res:
         s = res["small"]["targets"]

@@ -9,7 +9,8 @@
 # upstream, nginx and elicitgate on 127.0.0.1 ports of its own and stops them at the end.
 # Extra arguments go to harness.py (e.g. --rounds 5, --duration 20; see --help there).
 # The full run builds with --release; --smoke uses the dev profile (already built by
-# `cargo test`) unless BENCH_PROFILE=release. Output: the report on stdout, and report.md +
+# `cargo test`) unless BENCH_PROFILE=release. ELICITGATE_BIN names a gateway binary to measure
+# instead (the mock upstream is still built with the profile). Output: the report on stdout, and report.md +
 # results.json in $BENCH_OUT (default <target dir>/bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +58,9 @@ else
   cargo build --locked --bin elicitgate --example bench_upstream
   bin_dir=$target_dir/debug
 fi
+# A gateway binary built elsewhere (CI's one release build) is measured instead of the one
+# built above; the mock upstream stays the profile's.
+gateway_bin=${ELICITGATE_BIN:-$bin_dir/elicitgate}
 
 # Each idle stream costs the proxy two descriptors; go as high as the hard limit allows.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -65,7 +69,7 @@ echo "open files limit: $(ulimit -n)"
 out=${BENCH_OUT:-$target_dir/bench}
 echo "== bench: run (output in $out)"
 exec python3 "$root/bench/harness.py" \
-  --gateway-bin "$bin_dir/elicitgate" \
+  --gateway-bin "$gateway_bin" \
   --upstream-bin "$bin_dir/examples/bench_upstream" \
   --nginx-bin "$nginx_bin" \
   --out "$out" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Soak run (issue 14): idle SSE streams + small-JSON load + a trickle of elicitations for a
+# Soak run: idle SSE streams + small-JSON load + a trickle of elicitations for a
 # fixed time; samples RSS, descriptors and errors. See bench/soak.py --help and BENCHMARKS.md.
 #   bench/soak.sh                            # 10,000 streams, 10 minutes (release build)
 #   bench/soak.sh --streams 2000 --minutes 2

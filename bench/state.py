@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The state-store benchmark (issue 15): `state.backend: redis` against `memory`, on loopback.
+"""The state-store benchmark: `state.backend: redis` against `memory`, on loopback.
 
 Starts bench_upstream, one redis-server and two gateways that differ only in their state
 backend, then:

@@ -144,6 +144,13 @@ pub async fn run(
     command: Vec<String>,
     admin_listen: Option<std::net::SocketAddr>,
 ) -> anyhow::Result<i32> {
+    if let Some(name) = &route {
+        // A mistyped route must not run under another route's policy.
+        if !settings.routes.iter().any(|r| &r.name == name) {
+            let known: Vec<&str> = settings.routes.iter().map(|r| r.name.as_str()).collect();
+            anyhow::bail!("no route named `{name}` (routes: {})", known.join(", "));
+        }
+    }
     let metrics = crate::metrics::Metrics::new();
     let (_stop_admin, stopping) = tokio::sync::watch::channel(false);
     if let Some(addr) = admin_listen {

@@ -304,7 +304,24 @@ impl Relay {
                         continue;
                     }
                     Ok(None) => {}
-                    Err(e) => return self.fail(e.into()),
+                    Err(e) => {
+                        // Past `limits.max_sse_event`: nothing more of the upstream is read, and
+                        // a client still waiting for its response gets the blocked-content
+                        // error for it (the bounds table's promise), not a silent cut.
+                        let owed = self
+                            .judge
+                            .as_mut()
+                            .and_then(|j| j.refuse_rest("body_too_large"));
+                        if let Some(owed) = owed {
+                            tracing::warn!(error = %e, "Ended a stream at an event over the bound.");
+                            self.metrics.body_errors.inc();
+                            self.upstream_done = true;
+                            self.sse = None;
+                            self.inner = Source::Gone;
+                            return Poll::Ready(Some(Ok(Frame::data(owed))));
+                        }
+                        return self.fail(e.into());
+                    }
                 }
                 if self.upstream_done {
                     // The upstream ended: what followed the last complete event is judged

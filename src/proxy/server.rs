@@ -245,6 +245,7 @@ async fn serve_connection<I>(
 /// Binds `count` listening sockets on one address with `SO_REUSEPORT`, non-blocking and with
 /// deep accept queues.
 ///
+/// A fixed port another process already listens on is refused, `SO_REUSEPORT` or not.
 /// For port 0 (tests, ad-hoc runs) there is one socket, duplicated for each worker: the kernel
 /// may hand a port already bound with `SO_REUSEPORT` by another process of the same user to a
 /// new `SO_REUSEPORT` bind of port 0, and the two would then silently share connections.
@@ -261,6 +262,19 @@ pub fn bind_workers(addr: SocketAddr, count: usize) -> anyhow::Result<Vec<std::n
         Ok(socket.into())
     };
     let ephemeral = addr.port() == 0;
+    if !ephemeral {
+        // Workers of this process share the port through `SO_REUSEPORT`; another process must
+        // not (a forgotten second instance, with another policy, would silently take part of
+        // the traffic). A plain bind fails while any other socket listens there.
+        let probe = one(addr, false).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AddrInUse {
+                anyhow::anyhow!("{addr} is already in use by another process (is another elicitgate serving it?)")
+            } else {
+                anyhow::Error::new(e).context(format!("binding {addr}"))
+            }
+        })?;
+        drop(probe);
+    }
     let first = one(addr, !ephemeral).with_context(|| format!("binding {addr}"))?;
     let bound = first.local_addr()?;
     let mut listeners = Vec::with_capacity(count.max(1));

@@ -259,6 +259,18 @@ impl StreamJudge {
         tail.map(|tail| self.judge_event(tail))
     }
 
+    /// The rest of the upstream cannot be read (an event over its bound): it is refused and
+    /// recorded, and the client gets what it is still owed — the blocked-content error for
+    /// its request, when the response has not gone out — or `None` when nothing is owed.
+    pub fn refuse_rest(&mut self, reason: &'static str) -> Option<Bytes> {
+        self.enforcer
+            .recorder
+            .refused(&self.exchange, "server", reason);
+        self.refused = Some(reason);
+        self.cut = true;
+        self.closing(None)
+    }
+
     /// What the client still gets once the upstream ended and the tail was judged.
     pub fn closing(&mut self, judged_tail: Option<Bytes>) -> Option<Bytes> {
         let mut out = bytes::BytesMut::new();

@@ -1,4 +1,4 @@
-//! Every bound reached by a hostile peer (issue 14): what the peer sees, and that the gateway
+//! Every bound reached by a hostile peer: what the peer sees, and that the gateway
 //! stays up for everyone else. Time limits here are bounds under test, never performance
 //! assertions: each test only waits for an outcome, with a generous ceiling.
 
@@ -721,4 +721,38 @@ async fn a_full_audit_disk_is_counted_and_proxying_continues() {
     }
     assert!(errors > 0, "write errors on a full disk are counted");
     running.shutdown().await;
+}
+
+/// An upstream SSE event over `limits.max_sse_event` ends the stream, and the client still
+/// gets what the bounds table promises: the blocked-content error for its request.
+#[tokio::test]
+async fn an_sse_event_over_its_bound_ends_with_the_blocked_content_error() {
+    use crate::common::scripted::*;
+    let huge = "x".repeat(200 * 1024);
+    let upstream = legacy_server(move |msg| {
+        format!(
+            "event: message\ndata: {}\n\n",
+            serde_json::json!({"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":huge}})
+        ) + &sse(&[serde_json::json!({"jsonrpc":"2.0","id":msg["id"],"result":{"content":[]}})])
+    })
+    .await;
+    let gw = gateway(&config_for(
+        &upstream.url("/mcp"),
+        "limits: { max_sse_event: 64KiB }\n",
+    ))
+    .await;
+    initialize(&gw, BOTH).await;
+    let body = call_tool(&gw).await;
+    let data = body
+        .lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or_else(|| panic!("no event reached the client: {body}"));
+    let error: serde_json::Value = serde_json::from_str(data).unwrap();
+    assert_eq!(error["id"], "c-1", "{error}");
+    assert_eq!(error["error"]["code"], -31042, "{error}");
+    assert_eq!(
+        error["error"]["data"]["reason"], "body_too_large",
+        "{error}"
+    );
+    gw.shutdown().await;
 }

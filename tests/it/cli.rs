@@ -223,3 +223,85 @@ fn report_summarises_audit_events_as_text_and_json() {
     .unwrap();
     assert_eq!(later["events"], 1);
 }
+
+#[test]
+fn stdio_with_a_route_no_config_has_is_an_error_not_another_policy() {
+    let out = Command::new(BIN)
+        .args([
+            "stdio",
+            "--config",
+            &config(),
+            "--route",
+            "no-such-route",
+            "--",
+            "cat",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no route named `no-such-route`"), "{err}");
+    assert!(out.stdout.is_empty(), "the relay ran");
+}
+
+#[test]
+fn a_second_serve_on_a_listen_address_in_use_fails_instead_of_sharing_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = holder.local_addr().unwrap().port();
+    // Another process's SO_REUSEPORT listener would let a plain second bind share the port:
+    // the first instance here is a real `serve`.
+    let config = dir.path().join("elicitgate.yaml");
+    drop(holder);
+    std::fs::write(
+        &config,
+        format!(
+            "listen: 127.0.0.1:{port}\nadmin_listen: 127.0.0.1:0\nroutes:\n  - name: demo\n    path: /mcp\n    upstream: \"http://127.0.0.1:9/mcp\"\n"
+        ),
+    )
+    .unwrap();
+    let mut first = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first serve did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let mut second = Command::new(BIN)
+        .args(["serve", "--config"])
+        .arg(&config)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It must exit on its own; one still running after the wait took part of the traffic.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = second.try_wait().unwrap() {
+            break Some(status);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = second.kill();
+            break None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let _ = first.kill();
+    let _ = first.wait();
+    let output = second.wait_with_output().unwrap();
+    let status = status.expect("a second instance started and kept serving the port");
+    assert!(!status.success(), "a second instance started");
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(err.contains("already in use by another process"), "{err}");
+}

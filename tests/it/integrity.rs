@@ -1,4 +1,4 @@
-//! Integrity (SPEC §9, issue 13): the gateway judges exactly what a client reads. One test per
+//! Integrity (SPEC §9): the gateway judges exactly what a client reads. One test per
 //! class of parser differential that once carried a blocked elicitation past the gateway; each
 //! fails on the gateway before the reading pipeline and passes with it. The hostile upstream is
 //! scripted byte for byte; the invariant is always the same: a blocked elicitation never

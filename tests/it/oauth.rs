@@ -23,6 +23,13 @@ fn gateway_yaml(port: u16, extra: &str, routes: &str) -> String {
     )
 }
 
+/// `identity.mode: jwt` trusting the demo authorization server at `issuer`, for `audience`.
+fn jwt_identity(issuer: &str, public: &str, audience: &str) -> String {
+    format!(
+        "identity:\n  mode: jwt\n  jwt:\n    jwks_url: \"{issuer}/jwks\"\n    issuer: \"{issuer}/\"\n    audience: [\"{audience}\"]\n    algorithms: [ES256]\n    resource_metadata: \"{public}/.well-known/oauth-protected-resource/mcp\"\n"
+    )
+}
+
 fn mcp_route(upstream_port: u16) -> String {
     format!(
         "  - name: mcp\n    path: /mcp\n    upstream: \"http://127.0.0.1:{upstream_port}/mcp\"\n"
@@ -163,10 +170,7 @@ async fn the_gateway_as_resource_server_publishes_its_metadata_and_checks_the_au
     let port = free_port();
     let public = format!("http://127.0.0.1:{port}");
     let upstream = oauth_server(&["--auth", "separate", "--jwt"]).await;
-    let identity = format!(
-        "identity:\n  mode: jwt\n  jwt:\n    jwks_url: \"{as}/jwks\"\n    issuer: \"{as}/\"\n    audience: [\"{public}/mcp\"]\n    algorithms: [ES256]\n    resource_metadata: \"{public}/.well-known/oauth-protected-resource/mcp\"\n",
-        as = upstream.auth_origin
-    );
+    let identity = jwt_identity(&upstream.auth_origin, &public, &format!("{public}/mcp"));
     let gw = gateway(&gateway_yaml(port, &identity, &mcp_route(upstream.port))).await;
     // The metadata is served before the identity check, built from the identity settings.
     let (status, document) = get_json(&format!(
@@ -188,5 +192,35 @@ async fn the_gateway_as_resource_server_publishes_its_metadata_and_checks_the_au
         send(req).await
     };
     assert_eq!(status, StatusCode::UNAUTHORIZED);
+    gw.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_token_for_another_audience_is_refused_by_the_gateway() {
+    let port = free_port();
+    let public = format!("http://127.0.0.1:{port}");
+    let upstream = oauth_server(&["--auth", "separate", "--jwt"]).await;
+    // The clients get tokens for this gateway's resource; the gateway accepts another one only.
+    let identity = jwt_identity(&upstream.auth_origin, &public, "https://other.example/mcp");
+    let gw = gateway(&gateway_yaml(port, &identity, &mcp_route(upstream.port))).await;
+    for sdk in [Sdk::Python, Sdk::Node] {
+        let url = gw.url();
+        let out = client(
+            sdk,
+            &[
+                "--url", &url, "--oauth", "--tool", "deploy", "--era", "legacy",
+            ],
+        )
+        .await;
+        assert_eq!(
+            out["ok"], false,
+            "{sdk:?}: a token for another audience was accepted: {out}"
+        );
+    }
+    let metrics = metrics(gw.admin_addr).await;
+    assert!(
+        metrics.contains("elicitgate_unauthenticated_total"),
+        "not counted"
+    );
     gw.shutdown().await;
 }

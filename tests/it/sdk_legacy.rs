@@ -457,7 +457,7 @@ async fn capability_shaping_keeps_a_compliant_server_from_asking_a_disallowed_mo
     }
 }
 
-/// Per-tool policy (issue 16 item 6), with the Python SDK server and both SDK clients: URL
+/// Per-tool policy, with the Python SDK server and both SDK clients: URL
 /// mode is off for the route but on for `connect_*` tools, and only to the provider's host.
 #[tokio::test]
 async fn per_tool_policy_allows_url_mode_only_for_connect_tools_to_the_provider() {

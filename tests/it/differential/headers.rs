@@ -19,7 +19,13 @@ use std::collections::BTreeSet;
 /// A legacy server whose `initialize` answer names its session twice; every later request is
 /// answered as a correct server would (202 for notifications, a text result for `tools/call`).
 async fn repeated_session_server() -> MockUpstream {
-    MockUpstream::start(|seen| {
+    session_server(&["h-a", "h-b"]).await
+}
+
+/// The same, naming `sessions` (one field each) in every `initialize` answer: with one value,
+/// every client is handed the same session.
+async fn session_server(sessions: &'static [&'static str]) -> MockUpstream {
+    MockUpstream::start(move |seen| {
         let msg: Value = serde_json::from_slice(&seen.body).unwrap_or(Value::Null);
         match (seen.method.as_str(), msg["method"].as_str()) {
             ("POST", Some("initialize")) => {
@@ -30,8 +36,9 @@ async fn repeated_session_server() -> MockUpstream {
                         "capabilities":{"tools":{}},"serverInfo":{"name":"h","version":"1"}}})
                     .to_string(),
                 );
-                r.headers_mut().append("mcp-session-id", "h-a".parse().unwrap());
-                r.headers_mut().append("mcp-session-id", "h-b".parse().unwrap());
+                for session in sessions {
+                    r.headers_mut().append("mcp-session-id", session.parse().unwrap());
+                }
                 r
             }
             ("POST", Some("tools/call")) => full(
@@ -47,7 +54,8 @@ async fn repeated_session_server() -> MockUpstream {
                     .to_string(),
             ),
             ("POST", _) => full(StatusCode::ACCEPTED, "", ""),
-            ("DELETE", _) => full(StatusCode::OK, "", ""),
+            // Sessions outlive their clients (a server MAY refuse DELETE): a session handed
+            // out twice is still known when the next client is given it.
             _ => full(StatusCode::METHOD_NOT_ALLOWED, "", ""),
         }
     })
@@ -139,4 +147,66 @@ async fn a_repeated_session_header_is_read_by_no_client_through_the_gateway() {
         gw.shutdown().await;
     }
     println!("{report}");
+}
+
+#[tokio::test]
+async fn a_session_handed_to_two_clients_is_used_by_the_first_only_through_the_gateway() {
+    let Some(oracles) = oracles("header differential test", true) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut clients = vec![Client::Python, Client::Node];
+    if oracles.rmcp.is_some() {
+        clients.push(Client::Rmcp);
+    }
+    // Directly, every client goes on in the one session the server hands out: they share it.
+    let direct = session_server(&["h-1"]).await;
+    for &which in &clients {
+        run_client(&oracles, which, &direct.url("/mcp"), dir.path()).await;
+    }
+    let went_on = direct
+        .requests()
+        .iter()
+        .filter(|s| s.headers.get("mcp-session-id").is_some_and(|v| v == "h-1"))
+        .count();
+    assert!(
+        went_on >= clients.len(),
+        "directly, not every client used h-1 ({went_on})"
+    );
+
+    // Through the gateway the first client gets it; every later one is refused.
+    let upstream = session_server(&["h-1"]).await;
+    let gw = gateway(&config_for(&upstream.url("/mcp"), "")).await;
+    for (n, &which) in clients.iter().enumerate() {
+        let before = upstream.requests().len();
+        run_client(&oracles, which, &gw.url(), dir.path()).await;
+        let in_session = upstream.requests()[before..]
+            .iter()
+            .filter(|s| s.headers.contains_key("mcp-session-id"))
+            .count();
+        if n == 0 {
+            assert!(
+                in_session > 0,
+                "{}: the first client was refused",
+                which.name()
+            );
+        } else {
+            assert_eq!(
+                in_session,
+                0,
+                "{}: used another client's session",
+                which.name()
+            );
+        }
+    }
+    let refused = gw.audit_of("message.refused").await;
+    assert_eq!(
+        refused
+            .iter()
+            .filter(|e| e["reason"] == "session.reused")
+            .count(),
+        clients.len() - 1,
+        "{refused:?}"
+    );
+    gw.shutdown().await;
 }

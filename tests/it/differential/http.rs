@@ -1,4 +1,4 @@
-//! Differential test with the official MCP client SDKs as oracles (SPEC §9, issue 13).
+//! Differential test with the official MCP client SDKs as oracles (SPEC §9).
 //!
 //! A hostile upstream (`tests/peers/diff/hostile_upstream.py`, standard library only, every
 //! byte under its control) answers `tools/call <case>` with a generated case: an elicitation
@@ -314,23 +314,8 @@ async fn official_clients_never_surface_what_the_gateway_blocks() {
             }
         }
     }
+    assert_oracles_sound(&broken, &missing, &out_dir);
     let logs = out_dir.display();
-    assert!(
-        broken.is_empty(),
-        "the oracle is broken: plain cases did not surface directly (logs in {logs}):\n{}",
-        broken.join("\n")
-    );
-    assert!(
-        missing.is_empty(),
-        "oracle clients produced no record for {} case runs (crashed? logs in {logs}): {}",
-        missing.len(),
-        missing
-            .iter()
-            .take(20)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
     let mut failures = String::new();
     if !leaks.is_empty() {
         let _ = writeln!(

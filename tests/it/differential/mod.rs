@@ -224,6 +224,28 @@ async fn run_oracle(
         .collect()
 }
 
+/// The oracles themselves worked: every plain case surfaced directly (`broken` lists those
+/// that did not), and every client produced a record for every case run (`missing`).
+fn assert_oracles_sound(broken: &[String], missing: &[String], out_dir: &Path) {
+    let logs = out_dir.display();
+    assert!(
+        broken.is_empty(),
+        "the oracle is broken: plain cases did not surface directly (logs in {logs}):\n{}",
+        broken.join("\n")
+    );
+    assert!(
+        missing.is_empty(),
+        "oracle clients produced no record for {} case runs (crashed? logs in {logs}): {}",
+        missing.len(),
+        missing
+            .iter()
+            .take(20)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+}
+
 /// What the user was shown, for comparison: via, mode, message, URL, property names.
 fn shown(rec: &Value) -> Vec<[String; 5]> {
     rec["surfaced"]

@@ -6,9 +6,12 @@
 //! ([`EcmaPattern::test`]). `regress` is a backtracking engine without a step limit, so the
 //! cost is bounded before it runs:
 //! - a pattern is at most [`MAX_PATTERN_BYTES`];
-//! - patterns whose backtracking can be exponential are refused: an unboundedly repeated
-//!   group that itself holds an unbounded repetition or an alternation (`(a+)+`, `(a|ab)*`),
-//!   or a backreference inside a repeated group;
+//! - patterns whose backtracking can be exponential are refused: a repeated group that itself
+//!   holds a choice — an alternation or a repetition of variable count — when the outer
+//!   repetition is unbounded (`(a+)+`, `(a|ab)*`, `(a{1,3})+`) or may run more than
+//!   [`MAX_AMBIGUOUS_REPEAT`] times (`(a|a){1,64}`: every character doubles the work), or when
+//!   such a repetition is itself repeated again (`((a|b){2}){8}`); and a backreference inside
+//!   a repeated group;
 //! - what remains backtracks at most polynomially, about `n^(q+1)` steps for a subject of
 //!   `n` characters and `q` unbounded repetitions; a subject is tested only when
 //!   `n^(q+1)` stays under [`STEP_BUDGET`], else the answer fails closed (too costly to
@@ -18,6 +21,9 @@
 
 /// Longest pattern accepted.
 pub const MAX_PATTERN_BYTES: usize = 1024;
+
+/// Most times a group holding a choice may be repeated (`(a|b){1,8}`: at most 2^8 paths).
+pub const MAX_AMBIGUOUS_REPEAT: u32 = 8;
 
 /// Backtracking steps a single test may cost, as estimated above.
 pub const STEP_BUDGET: f64 = 1e8;
@@ -94,7 +100,18 @@ struct Shape {
 struct Group {
     has_unbounded: bool,
     has_alternation: bool,
+    /// A repetition whose count varies (`?`, `{1,3}`, `*`): a choice, like an alternation.
+    has_variable: bool,
+    /// A group holding a choice, repeated: its paths multiply already.
+    has_ambiguous_repeat: bool,
     has_backref: bool,
+}
+
+impl Group {
+    /// Holds a choice point that backtracking may revisit.
+    fn ambiguous(&self) -> bool {
+        self.has_unbounded || self.has_alternation || self.has_variable
+    }
 }
 
 impl Shape {
@@ -158,6 +175,8 @@ impl Shape {
                     let parent = stack.last_mut()?;
                     parent.has_unbounded |= g.has_unbounded;
                     parent.has_alternation |= g.has_alternation;
+                    parent.has_variable |= g.has_variable;
+                    parent.has_ambiguous_repeat |= g.has_ambiguous_repeat;
                     parent.has_backref |= g.has_backref;
                     last = Some(g);
                 }
@@ -166,17 +185,35 @@ impl Shape {
                     last = None;
                 }
                 '*' | '+' | '?' | '{' => {
-                    let (unbounded, end) = quantifier(&chars, i)?;
+                    let (count, end) = quantifier(&chars, i)?;
                     if let Some(atom) = last.take() {
-                        if atom.has_backref {
+                        let repeats = count.max.is_none_or(|max| max >= 2);
+                        if atom.has_backref && repeats {
                             shape.exponential = true;
                         }
-                        if unbounded {
-                            shape.unbounded += 1;
-                            if atom.has_unbounded || atom.has_alternation {
-                                shape.exponential = true;
+                        if repeats && atom.has_ambiguous_repeat {
+                            shape.exponential = true;
+                        }
+                        let group = stack.last_mut()?;
+                        match count.max {
+                            None => {
+                                shape.unbounded += 1;
+                                if atom.ambiguous() {
+                                    shape.exponential = true;
+                                }
+                                group.has_unbounded = true;
                             }
-                            stack.last_mut()?.has_unbounded = true;
+                            Some(max) => {
+                                if repeats && atom.ambiguous() {
+                                    if max > MAX_AMBIGUOUS_REPEAT {
+                                        shape.exponential = true;
+                                    }
+                                    group.has_ambiguous_repeat = true;
+                                }
+                                if max > count.min {
+                                    group.has_variable = true;
+                                }
+                            }
                         }
                     }
                     i = end;
@@ -203,26 +240,59 @@ fn class_end(chars: &[char], start: usize) -> Option<usize> {
     None
 }
 
-/// The quantifier at `i`: whether it is unbounded, and the index after it (and after a
-/// lazy `?`). A `{` that is no quantifier is a literal (Annex B), bounded.
-fn quantifier(chars: &[char], i: usize) -> Option<(bool, usize)> {
-    let (unbounded, mut end) = match chars[i] {
-        '*' | '+' => (true, i + 1),
-        '?' => (false, i + 1),
+/// How many times a quantifier repeats its atom (`max: None`: unbounded).
+#[derive(Debug, Clone, Copy)]
+struct Count {
+    min: u32,
+    max: Option<u32>,
+}
+
+/// The quantifier at `i`, and the index after it (and after a lazy `?`). A `{` that is no
+/// quantifier is a literal (Annex B), repeating nothing; counts too large to write are
+/// unbounded.
+fn quantifier(chars: &[char], i: usize) -> Option<(Count, usize)> {
+    let number = |s: &str| s.trim().parse::<u32>().ok();
+    let (count, mut end) = match chars[i] {
+        '*' => (Count { min: 0, max: None }, i + 1),
+        '+' => (Count { min: 1, max: None }, i + 1),
+        '?' => (
+            Count {
+                min: 0,
+                max: Some(1),
+            },
+            i + 1,
+        ),
         _ => {
             let close = chars[i..].iter().position(|c| *c == '}').map(|p| i + p)?;
             let body: String = chars[i + 1..close].iter().collect();
-            let unbounded = match body.split_once(',') {
-                Some((_, hi)) => hi.trim().is_empty(),
-                None => false,
+            let count = match body.split_once(',') {
+                Some((lo, hi)) if hi.trim().is_empty() => Count {
+                    min: number(lo).unwrap_or(0),
+                    max: None,
+                },
+                Some((lo, hi)) => Count {
+                    min: number(lo).unwrap_or(0),
+                    max: number(hi),
+                },
+                None => match number(&body) {
+                    Some(n) => Count {
+                        min: n,
+                        max: Some(n),
+                    },
+                    // Not a quantifier: a literal `{`.
+                    None => Count {
+                        min: 1,
+                        max: Some(1),
+                    },
+                },
             };
-            (unbounded, close + 1)
+            (count, close + 1)
         }
     };
     if chars.get(end) == Some(&'?') {
         end += 1;
     }
-    Some((unbounded, end))
+    Some((count, end))
 }
 
 #[cfg(test)]
@@ -270,6 +340,31 @@ mod tests {
         );
         assert!(EcmaPattern::compile(r"^(\d{3}-)?\d{4}$").is_ok());
         assert!(EcmaPattern::compile(r"^[a-z]+(-[a-z]{2})*$").is_ok());
+        // Bounded repetitions of a choice: exponential past a few rounds, or when nested.
+        for exponential in [
+            "^(a|a){1,64}$",
+            "^(a|ab){9}$",
+            "^(a?){20}a{20}$",
+            "^(a{1,3}){1,20}$",
+            "^(a{1,2})+$",
+            "^((a|b){2}){3}$",
+            "^((a|b){1,8}){1,8}$",
+        ] {
+            assert_eq!(
+                EcmaPattern::compile(exponential).err(),
+                Some(Refused::Exponential),
+                "{exponential}"
+            );
+        }
+        for bounded in [
+            r"^(\d{1,3}\.){3}\d{1,3}$",
+            r"^(\d{3}-){2}\d{4}$",
+            "^(a|b){1,8}$",
+            r"^[A-Z]{2}\d{2}( ?\d{4}){4}$",
+            r"^\d{4}-\d{2}-\d{2}$",
+        ] {
+            assert!(EcmaPattern::compile(bounded).is_ok(), "{bounded}");
+        }
     }
 
     #[test]
