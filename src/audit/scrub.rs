@@ -4,6 +4,11 @@
 //! Audit events are redacted structurally (values are never copied into them); this scrub is
 //! the second wall, for what a server chose to put into names it controls (property names,
 //! URL paths, hosts). It is deliberately broad: a false positive costs a `[redacted]` in a log.
+//!
+//! Two passes over the (percent-decoded) text: broad shapes (e-mail, JWT, key formats, digit
+//! runs, IBANs, PEM), then every token between JSON and URL delimiters through the policy's
+//! own detectors ([`elicitgate_core::inspect::detect_secret`], what `url.pii` runs): whatever
+//! the policy can detect, the scrub redacts, whichever list a new key format is added to.
 
 use regex::Regex;
 use std::borrow::Cow;
@@ -44,13 +49,54 @@ impl Scrubber {
     /// text is decoded first, the way the URL detectors decode it (`%2540` is `@`, `%20` a
     /// space, `%2E` a dot), so nothing the detector found hides from the scrub in its encoding.
     pub fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        match elicitgate_core::text::percent_decode_repeatedly(text) {
+        let shaped = match elicitgate_core::text::percent_decode_repeatedly(text) {
             Cow::Borrowed(_) => self.patterns.replace_all(text, REDACTED),
             Cow::Owned(decoded) => {
                 Cow::Owned(self.patterns.replace_all(&decoded, REDACTED).into_owned())
             }
+        };
+        match redact_detected(&shaped) {
+            Some(redacted) => Cow::Owned(redacted),
+            None => shaped,
         }
     }
+}
+
+/// Delimiters between the values of a JSON line or a URL: a token between them is what a
+/// detector judges (a path segment, a query name or value, a JSON string).
+fn is_delimiter(c: char) -> bool {
+    matches!(
+        c,
+        '"' | '/' | '?' | '&' | '=' | '#' | ',' | ';' | '{' | '}' | '[' | ']' | '\\' | '\n' | '\t'
+    )
+}
+
+/// `text` with every token the policy's detectors flag replaced by [`REDACTED`]; `None` when
+/// none is flagged.
+fn redact_detected(text: &str) -> Option<String> {
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut start = 0;
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), '"')))
+    {
+        if !is_delimiter(c) {
+            continue;
+        }
+        let token = &text[start..i];
+        if token.len() >= 6 && elicitgate_core::inspect::detect_secret(token).is_some() {
+            let buf = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            buf.push_str(&text[copied..start]);
+            buf.push_str(REDACTED);
+            copied = i;
+        }
+        start = i + c.len_utf8();
+    }
+    out.map(|mut buf| {
+        buf.push_str(&text[copied..]);
+        buf
+    })
 }
 
 #[cfg(test)]
@@ -92,5 +138,30 @@ mod tests {
         }
         let benign = r#"{"route":"demo","rules":["form.secret"],"path":"/connect","port":8080}"#;
         assert_eq!(s.scrub(benign), benign);
+    }
+
+    #[test]
+    fn whatever_the_policy_detects_is_redacted() {
+        let s = Scrubber::new().unwrap();
+        // Key formats and numbers only the policy's detectors know, in a path or a query name.
+        for secret in [
+            "hf_abcdefghijklmnopqrstuvwxyzABCDEFGH",
+            "npm_abcdefghijklmnopqrstuvwxyz0123456789",
+            "(415) 555-0100",
+            "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ",
+        ] {
+            assert!(
+                elicitgate_core::inspect::detect_secret(secret).is_some(),
+                "the policy does not detect {secret}"
+            );
+            for line in [
+                format!(r#"{{"url":{{"path":"/v1/{secret}/x","query":["{secret}"]}}}}"#),
+                format!("/hooks/{secret}?a=1"),
+            ] {
+                let out = s.scrub(&line);
+                assert!(!out.contains(secret), "{secret} survived: {out}");
+                assert!(out.contains(REDACTED), "{out}");
+            }
+        }
     }
 }

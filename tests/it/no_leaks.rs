@@ -24,7 +24,17 @@ const DESCRIPTION: &str = "planted-description-text-555";
 const MESSAGE: &str = "planted-message-text-999";
 const QUERY: &str = "planted-query-value-444";
 const STATE: &str = "planted-request-state-333";
+// Key formats and numbers the scrub's own shapes do not know, only the policy's detectors:
+// in a URL path segment and a query name, they must still never be written raw.
+const HF_KEY: &str = "hf_PlantedHuggingFaceKey0123456789abcd";
+const NPM_KEY: &str = "npm_PlantedNpmToken0123456789abcdefghijkl";
+const STRIPE_KEY: &str = "rk_live_PlantedRestricted0123";
+const PHONE: &str = "(415) 555-0134";
 const PLANTED: &[&str] = &[
+    HF_KEY,
+    NPM_KEY,
+    STRIPE_KEY,
+    PHONE,
     PASSWORD,
     EMAIL,
     CARD,
@@ -59,7 +69,10 @@ fn server_stream(msg: &Value) -> String {
         "bad_url" => sse(&[url_elicitation(
             "u-bad",
             "e-bad",
-            &format!("https://auth.example.com/u/{TOKEN}/connect?email={EMAIL}&token={QUERY}"),
+            &format!(
+                "https://auth.example.com/u/{TOKEN}/{HF_KEY}/{NPM_KEY}/{}/connect?{STRIPE_KEY}=1&email={EMAIL}&token={QUERY}",
+                PHONE.replace(' ', "%20")
+            ),
         )]),
         "good_url" => sse(&[url_elicitation(
             "u-ok",

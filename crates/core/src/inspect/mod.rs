@@ -81,6 +81,14 @@ impl InspectContext {
 
 pub use crate::text::fold::fold_name;
 
+/// The PII or secret detector that fires on a value (a URL path segment, a query name or
+/// value, a token of an audit line), as `url.pii` and the answer checks run it: its bounded
+/// name (`secret.key:npm`, `pii.phone`, …), or `None`. The one source of truth the audit scrub
+/// uses too, so whatever the policy detects is never written raw.
+pub fn detect_secret(value: &str) -> Option<&'static str> {
+    pii::scan_value_hinted(value, None)
+}
+
 fn enabled(policy: &Policy, rule: RuleId) -> bool {
     policy.action(rule) != RuleAction::Off || policy.kill_switch == KillSwitch::On
 }
