@@ -2,7 +2,10 @@
 //! counts as in flight until its body ends) for longer than `timeouts.client_idle` is closed
 //! gracefully. hyper closes idle HTTP/1.1 keep-alive connections through its header-read
 //! timeout, but an HTTP/2 connection with no open stream is never closed by hyper itself, so
-//! without this a peer could hold connections (and their permits) forever.
+//! without this a peer could hold connections (and their permits) forever. A graceful close
+//! the peer never lets finish (an HTTP/2 peer that sent its preface and SETTINGS and then
+//! nothing never acknowledges the GOAWAY exchange) is cut another `client_idle` later: every
+//! phase of a connection has a deadline.
 //!
 //! Owns per-connection activity counting ([`Activity`], [`Active`], [`Tracked`]) and the
 //! watcher that starts the graceful close ([`Idle`]); never request content.
@@ -113,6 +116,8 @@ pin_project_lite::pin_project! {
         timeout: Duration,
         timer: Pin<Box<Sleep>>,
         closing: bool,
+        // Set when the idle close starts: past it the connection is dropped.
+        cut_at: Option<Pin<Box<Sleep>>>,
     }
 }
 
@@ -124,17 +129,22 @@ impl<C> Idle<C> {
             activity,
             timeout,
             closing: false,
+            cut_at: None,
         }
     }
 }
 
 impl<C: Drainable> Future for Idle<C> {
-    type Output = C::Output;
+    /// What the connection ended with; `None` when it was cut, its graceful close unfinished.
+    type Output = Option<C::Output>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<C::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<C::Output>> {
         let mut this = self.project();
         if let Poll::Ready(out) = this.conn.as_mut().poll(cx) {
-            return Poll::Ready(out);
+            return Poll::Ready(Some(out));
+        }
+        if let Some(cut_at) = this.cut_at.as_mut() {
+            return cut_at.as_mut().poll(cx).map(|()| None);
         }
         while !*this.closing && this.timer.as_mut().poll(cx).is_ready() {
             let now = Instant::now();
@@ -142,8 +152,11 @@ impl<C: Drainable> Future for Idle<C> {
                 Some(since) if now.duration_since(since) >= *this.timeout => {
                     *this.closing = true;
                     this.conn.as_mut().start_draining();
-                    // The connection may finish at once; poll it again.
-                    return this.conn.poll(cx);
+                    let mut cut_at = Box::pin(tokio::time::sleep(*this.timeout));
+                    // Registers the deadline's waker; the connection may finish at once.
+                    let _ = cut_at.as_mut().poll(cx);
+                    *this.cut_at = Some(cut_at);
+                    return this.conn.poll(cx).map(Some);
                 }
                 Some(since) => this.timer.as_mut().reset(since + *this.timeout),
                 // Busy: look again a whole timeout later.
@@ -204,9 +217,33 @@ mod tests {
         assert!(still_open.is_err());
         drop(busy);
         let started = Instant::now();
-        idle.await;
+        assert_eq!(idle.await, Some(()));
         let waited = started.elapsed();
         assert!(waited >= Duration::from_secs(10), "{waited:?}");
         assert!(waited <= Duration::from_secs(21), "{waited:?}");
+    }
+
+    /// A connection that never finishes its graceful close.
+    struct Stuck;
+
+    impl Future for Stuck {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            Poll::Pending
+        }
+    }
+
+    impl Drainable for Stuck {
+        fn start_draining(self: Pin<&mut Self>) {}
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_graceful_close_the_peer_never_finishes_is_cut() {
+        let idle = Idle::new(Stuck, Activity::new(), Duration::from_secs(10));
+        let started = Instant::now();
+        assert_eq!(idle.await, None);
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_secs(20), "{waited:?}");
+        assert!(waited <= Duration::from_secs(31), "{waited:?}");
     }
 }

@@ -224,18 +224,17 @@ async fn serve_connection<I>(
                 idle_timeout,
             ))
             .await
-            .map_err(Into::into),
-        Protocol::Negotiated(builder) => {
-            drain
-                .watch(Idle::new(
-                    builder
-                        .serve_connection(TokioIo::new(io), service)
-                        .into_owned(),
-                    activity,
-                    idle_timeout,
-                ))
-                .await
-        }
+            .map_or(Ok(()), |ended| ended.map_err(Into::into)),
+        Protocol::Negotiated(builder) => drain
+            .watch(Idle::new(
+                builder
+                    .serve_connection(TokioIo::new(io), service)
+                    .into_owned(),
+                activity,
+                idle_timeout,
+            ))
+            .await
+            .unwrap_or(Ok(())),
     };
     if let Err(e) = ended {
         tracing::debug!(%peer, error = %e, "Connection ended with an error.");

@@ -1,4 +1,4 @@
-//! Issue 17 item 4: a reload changes everything that can change live — routes, upstream TLS
+//! A reload changes everything that can change live — routes, upstream TLS
 //! roots, the serving certificate and key, the log level — and names what cannot (listen
 //! addresses, workers, limits, …) in a warning, a metric and the audit event, never ignoring
 //! it silently. A reload that cannot build every part changes none.

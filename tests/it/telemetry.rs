@@ -1,4 +1,4 @@
-//! Issue 17 items 6 and 7: OpenTelemetry traces over OTLP/HTTP, received by a real OTLP
+//! OpenTelemetry traces over OTLP/HTTP, received by a real OTLP
 //! receiver in the test that decodes the protobuf the exporter sends; W3C `traceparent` taken
 //! from `params._meta` and from headers, and propagated upstream; span events for elicitation
 //! verdicts carry rule ids only. And the access log of the real binary: one structured line per

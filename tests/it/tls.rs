@@ -96,7 +96,7 @@ async fn https_upstream_verified_with_a_custom_ca() {
     gw.shutdown().await;
 }
 
-/// Issue 14: an HTTP/2 connection over TLS with no request in flight is closed after
+/// An HTTP/2 connection over TLS with no request in flight is closed after
 /// `timeouts.client_idle` (hyper never closes an idle HTTP/2 connection by itself).
 #[tokio::test]
 async fn idle_http2_connections_are_closed() {
@@ -143,5 +143,50 @@ async fn idle_http2_connections_are_closed() {
     // Idle now: the gateway closes the connection (a generous ceiling, not a timing test).
     let closed = tokio::time::timeout(std::time::Duration::from_secs(15), conn).await;
     assert!(closed.is_ok(), "the idle HTTP/2 connection is still open");
+    gw.shutdown().await;
+}
+
+/// An HTTP/2 peer that sends its preface and an empty SETTINGS frame and then nothing (never
+/// acknowledging the server's SETTINGS, never answering GOAWAY) is cut after
+/// `timeouts.client_idle`, and once more that long for the graceful close it never finishes.
+#[tokio::test]
+async fn an_http2_peer_stalled_in_its_handshake_is_cut() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    let pki = pki(dir.path());
+    let upstream = MockUpstream::start(|_| full(StatusCode::OK, "application/json", "{}")).await;
+    let extra = format!(
+        "tls: {{ cert_file: \"{}\", key_file: \"{}\" }}\ntimeouts: {{ client_idle: 500ms }}",
+        pki.cert_file.display(),
+        pki.key_file.display()
+    );
+    let gw = gateway(&config_for(&upstream.url("/mcp"), &extra)).await;
+    let mut config = client_config(&pki.ca_pem);
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let tcp = tokio::net::TcpStream::connect(gw.addr).await.unwrap();
+    let mut tls = tokio_rustls::TlsConnector::from(Arc::new(config))
+        .connect("localhost".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+        .await
+        .unwrap();
+    tls.write_all(&[0, 0, 0, 4, 0, 0, 0, 0, 0]).await.unwrap();
+    tls.flush().await.unwrap();
+    // Read whatever the server sends (its SETTINGS, a GOAWAY) until it closes the connection.
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(15), async {
+        let mut buf = [0u8; 4096];
+        loop {
+            match tls.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the stalled HTTP/2 connection is still open"
+    );
     gw.shutdown().await;
 }
