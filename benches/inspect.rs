@@ -2,8 +2,9 @@
 //! 50-field form, and a URL-mode request, plus `extract_all` + `inspect` from a parsed
 //! JSON-RPC message and `check_response` on a typical answer; a typical multilingual form
 //! (Russian, Turkish, Arabic texts, no secret) and a secret form found by the obfuscation
-//! pass; and `lexicon/build`, the secret lexicon compiled from its data as a policy load
-//! does.
+//! pass; `lexicon/build`, the secret lexicon compiled from its data as a policy load does;
+//! and `per_kib/…`, a form and its answer of 1 to 64 KiB (throughput in bytes: the cost per
+//! KiB must stay flat).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use elicitgate_core::elicitation::{extract_all, ClientCaps, ElicitationView};
@@ -152,5 +153,44 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// A form of `kib` KiB of text (a message and descriptions), with a `pattern` per field, and
+/// an answer of as many KiB: the time per KiB must stay flat (work linear in the input).
+fn sized(kib: usize) -> (Value, Value) {
+    let words = "deploy the service to the chosen region and confirm the window ";
+    let text = words.repeat(kib * 1024 / words.len() / 2 + 1);
+    let mut properties = Map::new();
+    let mut content = Map::new();
+    for i in 0..4 {
+        properties.insert(
+            format!("field{i}"),
+            json!({"type":"string","title":format!("Field {i}"),"description":text,"pattern":"^[a-z ]+$"}),
+        );
+        content.insert(format!("field{i}"), Value::from(text.clone()));
+    }
+    let params = json!({"mode":"form","message":text,"requestedSchema":{"type":"object","properties":properties}});
+    (params, json!({"action":"accept","content":content}))
+}
+
+fn per_kib(c: &mut Criterion) {
+    let policy = Policy::builtin_default();
+    let ctx = InspectContext::standalone(Era::Legacy2025_11);
+    let mut group = c.benchmark_group("per_kib");
+    for kib in [1usize, 4, 16, 64] {
+        let (params, answer) = sized(kib);
+        let bytes = params.to_string().len() + answer.to_string().len();
+        group.throughput(criterion::Throughput::Bytes(bytes as u64));
+        let view = ElicitationView::from_params(&params);
+        let asked = AskedElicitation::from_view(&view).expect("asked");
+        group.bench_function(format!("inspect+check_response/{kib}KiB"), |b| {
+            b.iter(|| {
+                let verdict = inspect(black_box(&view), &ClientCaps::form_only(), &ctx, &policy);
+                let answered = check_response(&asked, black_box(&answer), &policy);
+                (verdict, answered)
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench, per_kib);
 criterion_main!(benches);

@@ -811,3 +811,64 @@ echo '{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"done"}
     drop(stdin);
     let _ = tokio::time::timeout(Duration::from_secs(20), gw.wait()).await;
 }
+
+/// A `br` compression bomb (a few KiB on the wire, megabytes decoded) never grows past the
+/// bounds: as JSON it is refused past `limits.max_response_body` (502), as an event stream
+/// the client gets the blocked-content error once an event passes `limits.max_sse_event`.
+#[tokio::test]
+async fn a_brotli_bomb_is_bounded_as_json_and_as_an_event_stream() {
+    let padding = vec![b' '; 8 * 1024 * 1024];
+    let mut json_body = br#"{"jsonrpc":"2.0","id":"c-1","result":{"content":[]}"#.to_vec();
+    json_body.extend_from_slice(&padding);
+    json_body.push(b'}');
+    let mut sse_body =
+        b"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"x\",\"params\":\"".to_vec();
+    sse_body.extend(std::iter::repeat_n(b'a', 8 * 1024 * 1024));
+    sse_body.extend_from_slice(b"\"}\n\n");
+    let json_bomb = Bytes::from(encode("br", &json_body).await);
+    let sse_bomb = Bytes::from(encode("br", &sse_body).await);
+    assert!(json_bomb.len() < 64 * 1024 && sse_bomb.len() < 64 * 1024);
+    for (media, bomb) in [
+        ("application/json", json_bomb),
+        ("text/event-stream", sse_bomb),
+    ] {
+        let upstream = raw_server(move |_, _| {
+            with_header(
+                full(StatusCode::OK, media, bomb.clone()),
+                "content-encoding",
+                "br",
+            )
+        })
+        .await;
+        let gw = gateway(&config_for(
+            &upstream.url("/mcp"),
+            "limits: { max_response_body: 1MiB, max_sse_event: 1MiB }\n",
+        ))
+        .await;
+        initialize(&gw, BOTH).await;
+        let req = in_session(rpc_post(
+            &gw.url(),
+            r#"{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"t"}}"#,
+        ));
+        let (status, _, body) = tokio::time::timeout(Duration::from_secs(20), send(req))
+            .await
+            .expect("the client was left waiting");
+        let body = String::from_utf8_lossy(&body);
+        assert!(
+            body.len() < 64 * 1024,
+            "{media}: {} bytes reached the client",
+            body.len()
+        );
+        if media == "application/json" {
+            assert_eq!(status, StatusCode::BAD_GATEWAY, "{body}");
+            assert!(body.contains("response_too_large"), "{body}");
+        } else {
+            let error = blocked_for_client(&body).unwrap_or_else(|| panic!("{body}"));
+            assert_eq!(
+                error["error"]["data"]["reason"], "body_too_large",
+                "{error}"
+            );
+        }
+        gw.shutdown().await;
+    }
+}
