@@ -3,7 +3,8 @@
 //! Owns streaming: an upstream body is relayed frame by frame as it arrives (never collected),
 //! an SSE body is relayed *event by event* through [`SseDecoder`] so that later stages can
 //! judge whole events, and both are cut when the upstream goes silent for longer than the idle
-//! timeout. Dropping a body (the client went away) drops the upstream body with it, which
+//! timeout (for an event stream: no complete event, since the client sees nothing of an
+//! unfinished one; a client still owed its response then gets the timeout error for it). Dropping a body (the client went away) drops the upstream body with it, which
 //! closes the upstream connection and so cancels the upstream's work.
 //!
 //! The source is the upstream body as sent, or — when it had a content coding — the decoded
@@ -13,6 +14,7 @@
 
 use super::sse_judge::{Judging, Step, StreamJudge};
 use super::upstream::UpstreamBody;
+use crate::error::GatewayError;
 use crate::mcp::decode::Decoded;
 use bytes::Bytes;
 use elicitgate_core::mcp::sse::SseDecoder;
@@ -223,6 +225,25 @@ impl Relay {
         Poll::Ready(Some(Err(Box::new(error))))
     }
 
+    /// The upstream was silent past the idle timeout. A client still waiting for its
+    /// response gets the gateway's timeout error for it, and the stream ends cleanly; a stream
+    /// that owes nothing (a GET stream) is cut.
+    fn idle_cut(&mut self) -> Polled {
+        let timeout = GatewayError::UpstreamTimeout {
+            stage: "stream_idle_timeout",
+        };
+        let owed = self.judge.as_mut().and_then(|j| j.owe_failure(&timeout));
+        let Some(owed) = owed else {
+            return self.fail(RelayError::Idle(self.idle_timeout));
+        };
+        self.metrics.idle_timeouts.inc();
+        tracing::warn!(timeout = ?self.idle_timeout, "Ended a stream whose upstream went silent; the client got a timeout error for its call.");
+        self.upstream_done = true;
+        self.sse = None;
+        self.inner = Source::Gone;
+        Poll::Ready(Some(Ok(Frame::data(owed))))
+    }
+
     /// The next frame for the client. An error right after data is held back for one turn
     /// of the task: hyper drops what it has not written yet when a body fails, and the
     /// upstream connection, driven in this task, often delivers its last data and its reset
@@ -278,6 +299,10 @@ impl Relay {
             if let Some(decoder) = &mut self.sse {
                 match decoder.next_event() {
                     Ok(Some(event)) => {
+                        // Activity on an event stream is a whole event: an event trickled
+                        // byte by byte is silence to the client, which gets nothing of it
+                        // until it is complete.
+                        self.last_activity = Instant::now();
                         let judged = match &mut self.judge {
                             Some(judge) => {
                                 let step = judge.judge_event(event);
@@ -351,7 +376,9 @@ impl Relay {
             }
             match self.inner.poll_frame(cx) {
                 Poll::Ready(Some(Ok(frame))) => {
-                    self.last_activity = Instant::now();
+                    if self.sse.is_none() {
+                        self.last_activity = Instant::now();
+                    }
                     match (&mut self.sse, frame.into_data()) {
                         (Some(decoder), Ok(data)) => decoder.push_bytes(data),
                         (None, Ok(data)) => return Poll::Ready(Some(Ok(Frame::data(data)))),
@@ -367,7 +394,7 @@ impl Relay {
                         return Poll::Pending;
                     };
                     if Instant::now() >= deadline {
-                        return self.fail(RelayError::Idle(self.idle_timeout));
+                        return self.idle_cut();
                     }
                     self.idle.as_mut().reset(deadline);
                 },

@@ -17,6 +17,7 @@ use super::answer::HttpAnswer;
 use super::EndpointMap;
 use crate::enforce::judge::{Judged, ServerChannel, ServerVerdict, TOO_MANY};
 use crate::enforce::{prescan, Enforcer, Exchange, Refusal};
+use crate::error::GatewayError;
 use crate::state::PendingKey;
 use bytes::Bytes;
 use elicitgate_core::elicitation;
@@ -269,6 +270,21 @@ impl StreamJudge {
         self.refused = Some(reason);
         self.cut = true;
         self.closing(None)
+    }
+
+    /// The upstream failed mid-stream (silent past `timeouts.stream_idle`): the client gets
+    /// the gateway's error for its request, as the JSON path would answer it, when the
+    /// response has not gone out; `None` when nothing is owed (a GET stream, or an answered
+    /// call).
+    pub fn owe_failure(&mut self, failure: &GatewayError) -> Option<Bytes> {
+        if self.request_done {
+            return None;
+        }
+        let id = self.exchange.request_id()?;
+        let body = failure.error_object().response(Some(id));
+        self.request_done = true;
+        self.cut = true;
+        Some(encode_event(None, None, &String::from_utf8_lossy(&body)))
     }
 
     /// What the client still gets once the upstream ended and the tail was judged.

@@ -432,3 +432,73 @@ async fn sighup_reopens_the_audit_file_after_logrotate_renamed_it() {
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).unwrap();
     let _ = tokio::time::timeout(Duration::from_secs(40), child.wait()).await;
 }
+
+/// A TCP collector that accepts and never reads: what it cannot take is counted, the file sink
+/// beside it gets every event, and proxying goes on (the writer's 2 s write bound and the
+/// sink's bounded queue keep it off the request path).
+#[tokio::test]
+async fn a_tcp_collector_that_never_reads_is_counted_and_proxying_goes_on() {
+    use socket2::{Domain, Socket, Type};
+    let collector = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    // A small receive window (inherited by accepted connections) fills after a few events.
+    collector.set_recv_buffer_size(4096).unwrap();
+    collector
+        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .unwrap();
+    collector.listen(16).unwrap();
+    let port = collector.local_addr().unwrap().as_socket().unwrap().port();
+    let collector: TcpListener = collector.into();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        while let Ok((s, _)) = collector.accept() {
+            held.push(s); // accepted, never read
+        }
+    });
+
+    // Large events: a form of many long property names (its shape is audited, not its text).
+    let mut props = serde_json::Map::new();
+    props.insert("password".into(), json!({"type": "string"}));
+    for i in 0..90 {
+        props.insert(
+            format!("a_property_name_long_enough_to_fill_a_socket_buffer_{i:03}"),
+            json!({"type": "string"}),
+        );
+    }
+    let schema = Value::Object(props);
+    let upstream = legacy_server(move |_| sse(&[form("p-1", "Sign in", schema.clone())])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("audit.jsonl");
+    let audit = format!(
+        "audit:\n  sink: [file, syslog]\n  file: \"{}\"\n  queue: 16\n  max_events_per_minute: 0\n  syslog:\n    address: \"127.0.0.1:{port}\"\n    transport: tcp\n    max_message: 64KiB\n",
+        file.display()
+    );
+    let gw = start_gateway(&upstream, &audit).await;
+    let url = format!("http://{}/mcp", gw.addr);
+    let calls = 400;
+    for _ in 0..calls {
+        blocked_call(&url).await;
+    }
+    // The stuck writer's queue fills at once (`queue_full`), and the stuck write is given up
+    // after 2 s (`write_error`); wait (bounded) until both are counted.
+    let counted = |m: &str, reason: &str| {
+        m.contains(&format!(
+            "elicitgate_audit_delivery_failures_total{{reason=\"{reason}\",sink=\"syslog\"}}"
+        ))
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut m = metrics(gw.admin_addr).await;
+    while !(counted(&m, "queue_full") && counted(&m, "write_error")) && Instant::now() < deadline {
+        blocked_call(&url).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        m = metrics(gw.admin_addr).await;
+    }
+    assert!(counted(&m, "queue_full"), "the queue is bounded: {m}");
+    assert!(counted(&m, "write_error"), "a stuck write is given up: {m}");
+    assert!(
+        blocked_in(&file, calls).await >= calls,
+        "the file sink beside it got every event"
+    );
+    // Still serving, with the collector still stuck.
+    blocked_call(&url).await;
+    gw.shutdown().await;
+}

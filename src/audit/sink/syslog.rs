@@ -4,7 +4,8 @@
 //! Owns the message format (`<PRI>1 TIMESTAMP HOSTNAME APP-NAME PROCID MSGID - MSG`: severity
 //! `notice` for blocked or refused events and `info` otherwise, MSGID the event name, no
 //! structured data, MSG the audit JSON line unchanged and without a BOM), the framing, and
-//! the connection policy: TCP connects lazily with a timeout, writes with a timeout, and after
+//! the connection policy: TCP connects lazily with a timeout, writes each burst within a total
+//! timeout (a collector reading a trickle holds the writer no longer than a stuck one), and after
 //! a failure waits with exponential backoff (up to [`MAX_BACKOFF`]) before it tries again;
 //! meanwhile events are dropped and counted (`disconnected`), never queued without bound and
 //! never waited for. A message longer than `max_message` is dropped and counted (`too_large`)
@@ -284,7 +285,7 @@ impl SyslogOutput {
         let Some(stream) = self.tcp_stream() else {
             return Err(Failure::quiet(reason::DISCONNECTED, events));
         };
-        match stream.write_all(&burst) {
+        match write_within(stream, &burst, IO_TIMEOUT) {
             Ok(()) => {
                 self.health.ok(address);
                 self.burst = burst;
@@ -337,6 +338,27 @@ impl Output for SyslogOutput {
         self.conn = Self::new(self.config.clone()).conn;
         Ok(())
     }
+}
+
+/// Writes all of `bytes` within `limit` in all: a collector that reads a trickle cannot hold
+/// the writer longer than one that reads nothing (the socket's own timeout bounds each call,
+/// not the sum of many small ones).
+fn write_within(stream: &mut TcpStream, mut bytes: &[u8], limit: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + limit;
+    while !bytes.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(io::ErrorKind::TimedOut.into());
+        }
+        stream.set_write_timeout(Some(left))?;
+        match stream.write(bytes) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 fn udp_socket(address: SocketAddr) -> io::Result<UdpSocket> {

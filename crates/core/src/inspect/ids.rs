@@ -54,6 +54,17 @@ pub(crate) enum Kind {
     Th,
 }
 
+/// Every detector name of this module.
+#[cfg(test)]
+pub(crate) fn detector_names() -> impl Iterator<Item = &'static str> {
+    use Kind::*;
+    [
+        Br, Pl, In, Nl, Tr, Cn, Fr, Es, It, Se, Fi, No, Dk, Kr, Il, Ro, Za, Th,
+    ]
+    .into_iter()
+    .map(Kind::detector)
+}
+
 impl Kind {
     /// The detector name reported for this country.
     pub(crate) fn detector(self) -> &'static str {

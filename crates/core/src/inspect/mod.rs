@@ -20,6 +20,7 @@
 //! unless the operator set it to `audit`/`off`).
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used))]
 
+pub mod examples;
 mod ids;
 pub mod pattern;
 pub(crate) mod pii;

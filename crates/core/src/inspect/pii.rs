@@ -77,6 +77,22 @@ static KEYS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
     .collect()
 });
 
+/// Every detector name [`scan_value`] may return (identity numbers: [`super::ids`]).
+#[cfg(test)]
+pub(crate) fn detector_names() -> impl Iterator<Item = &'static str> {
+    [
+        "secret.private_key",
+        "secret.jwt",
+        "pii.email",
+        "pii.ssn",
+        "pii.iban",
+        "pii.card",
+        "pii.phone",
+    ]
+    .into_iter()
+    .chain(KEYS.iter().map(|(_, d)| *d))
+}
+
 /// One-pass prefilter over [`KEYS`] (same order).
 #[allow(clippy::expect_used)]
 static KEY_SET: LazyLock<regex::RegexSet> = LazyLock::new(|| {

@@ -246,7 +246,7 @@ fn sensitive_name(name: &str, policy: &UrlPolicy) -> Option<String> {
 }
 
 /// The identity-number hint a name (or one of its segments) carries (`cpf`, `user[pesel]`).
-fn name_hint(name: &str) -> Option<Hint> {
+pub(super) fn name_hint(name: &str) -> Option<Hint> {
     ids::hint_for_name(&whole_name(name))
         .or_else(|| name_segments(name).find_map(|s| ids::hint_for_name(&s)))
 }

@@ -123,3 +123,35 @@ fn tcp_is_lazy_counts_while_down_and_reconnects_after_backoff() {
     let n = conn.read(&mut got).unwrap();
     assert!(n > 0);
 }
+
+#[test]
+fn a_collector_that_reads_a_trickle_cannot_hold_a_burst_past_its_limit() {
+    let collector =
+        socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).expect("socket");
+    collector.set_recv_buffer_size(4096).expect("rcvbuf");
+    collector
+        .bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into())
+        .expect("bind");
+    collector.listen(1).expect("listen");
+    let address = collector
+        .local_addr()
+        .expect("addr")
+        .as_socket()
+        .expect("inet");
+    let collector: std::net::TcpListener = collector.into();
+    std::thread::spawn(move || {
+        let Ok((mut s, _)) = collector.accept() else {
+            return;
+        };
+        let mut buf = [0u8; 64];
+        // A little, often: every write call makes some progress.
+        while matches!(std::io::Read::read(&mut s, &mut buf), Ok(n) if n > 0) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    });
+    let mut stream = TcpStream::connect(address).expect("connect");
+    let burst = vec![b'x'; 8 << 20];
+    let error = write_within(&mut stream, &burst, Duration::from_millis(300))
+        .expect_err("8 MiB cannot pass 6 KiB/s in 300 ms");
+    assert_eq!(error.kind(), io::ErrorKind::TimedOut);
+}
