@@ -7,6 +7,7 @@ mod common;
 
 mod audit_sinks;
 mod bounds;
+mod bounds_table;
 mod cli;
 mod corpus;
 mod costly_input;
