@@ -6,7 +6,8 @@
 //! key, upstream CA bundles). Each is watched through its *directory*, so an editor's or a
 //! Kubernetes ConfigMap's or Secret's rename-replace (`..data` symlink swap) is seen like an
 //! in-place write; bursts of events are debounced, and a file event that leaves every watched
-//! file's bytes identical is ignored. SIGHUP always applies, even when nothing changed (a
+//! file's bytes as they were at the last attempt is ignored (so restoring the running file
+//! after a refused edit is applied: a rollback). SIGHUP always applies, even when nothing changed (a
 //! certificate renewed outside the watched directories, new trust roots on the system).
 
 use notify::{RecursiveMode, Watcher};
@@ -81,11 +82,11 @@ where
                 observe(trigger, Outcome::Unchanged);
                 continue;
             }
+            // The files as last *tried*, not as last applied: restoring the running file
+            // after a refused edit is a change, applied like any other (a rollback).
+            last = now;
             match apply(&config) {
-                Ok(report) => {
-                    last = now;
-                    observe(trigger, Outcome::Applied(&report));
-                }
+                Ok(report) => observe(trigger, Outcome::Applied(&report)),
                 Err(e) => observe(trigger, Outcome::Failed(&e)),
             }
         }

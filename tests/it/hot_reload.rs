@@ -123,3 +123,43 @@ async fn policy_changes_apply_live_and_invalid_edits_are_refused() {
     );
     gw.shutdown().await;
 }
+
+/// "Bad ConfigMap, roll back": after a broken file is refused, restoring the exact file that
+/// was running is a change like any other — it is applied and the success gauge returns to 1.
+#[tokio::test]
+async fn restoring_the_running_file_after_a_refused_edit_is_applied() {
+    let upstream =
+        legacy_server(|_| sse(&[form("f-1", "Pick a colour", json!({"c":{"type":"string"}}))]))
+            .await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("elicitgate.yaml");
+    let up = upstream.url("/mcp");
+    let good = config(&up, false);
+    std::fs::write(&path, &good).unwrap();
+    let gw = gateway_in(&good, dir.path(), Some(path.clone())).await;
+    initialize(&gw, BOTH).await;
+    assert!(forwarded(&gw).await);
+
+    write_atomically(&path, &good.replace("kill_switch", "kill_swtich"));
+    assert!(
+        metric(
+            &gw,
+            r#"elicitgate_policy_reloads_total{result="failure"} 1"#
+        )
+        .await
+    );
+    assert!(metric(&gw, "elicitgate_policy_last_reload_success 0").await);
+
+    write_atomically(&path, &good);
+    assert!(
+        metric(
+            &gw,
+            r#"elicitgate_policy_reloads_total{result="success"} 1"#
+        )
+        .await,
+        "the rolled-back file was not applied"
+    );
+    assert!(metric(&gw, "elicitgate_policy_last_reload_success 1").await);
+    assert!(forwarded(&gw).await);
+    gw.shutdown().await;
+}
