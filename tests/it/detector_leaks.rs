@@ -3,8 +3,8 @@
 //! planted wherever a peer can put it — URL path segments, query names and values, form
 //! messages and defaults, answers, request paths — through the real binary over HTTP (both
 //! protocol eras) and over stdio. Then every output is read: every audit sink (file, stdout,
-//! syslog over UDP), the debug and access logs, `/metrics`, `report` (text and JSON), and every
-//! body the gateway itself wrote to the client. None may hold an example, raw or
+//! syslog over UDP, OTLP log records), the traces, the debug and access logs, `/metrics`,
+//! `report` (text and JSON), and every body the gateway itself wrote to the client. None may hold an example, raw or
 //! percent-encoded.
 
 use crate::common::scripted::*;
@@ -222,11 +222,59 @@ fn syslog_collector() -> (u16, std::sync::Arc<std::sync::Mutex<String>>) {
     (port, got)
 }
 
+/// An OTLP/HTTP receiver keeping every exported body as sent (protobuf carries strings as
+/// UTF-8 bytes, so an example in any span, attribute or log record shows in them), and the
+/// paths posted to.
+async fn otlp_receiver() -> (
+    std::net::SocketAddr,
+    std::sync::Arc<std::sync::Mutex<(Vec<u8>, Vec<String>)>>,
+) {
+    use http_body_util::BodyExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let got: std::sync::Arc<std::sync::Mutex<(Vec<u8>, Vec<String>)>> = Default::default();
+    let store = got.clone();
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let service =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let store = store.clone();
+                        async move {
+                            let path = req.uri().path().to_owned();
+                            let body = req
+                                .into_body()
+                                .collect()
+                                .await
+                                .map(|b| b.to_bytes())
+                                .unwrap_or_default();
+                            let mut got = store.lock().unwrap();
+                            got.0.extend_from_slice(&body);
+                            got.1.push(path);
+                            Ok::<_, std::convert::Infallible>(
+                                http::Response::builder()
+                                    .header("content-type", "application/x-protobuf")
+                                    .body(http_body_util::Full::new(bytes::Bytes::new()))
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                    .await;
+            });
+        }
+    });
+    (addr, got)
+}
+
 #[tokio::test]
 async fn no_detectors_finding_is_written_raw_over_http() {
     let legacy = legacy_server(legacy_stream).await;
     let modern = modern_upstream().await;
     let (syslog_port, syslog) = syslog_collector();
+    let (otlp, exported) = otlp_receiver().await;
     let dir = tempfile::tempdir().unwrap();
     let audit = dir.path().join("audit.jsonl");
     let config = dir.path().join("elicitgate.yaml");
@@ -234,7 +282,8 @@ async fn no_detectors_finding_is_written_raw_over_http() {
         &config,
         format!(
             "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nlog: {{ format: json, level: debug, access: true }}\n\
-             audit:\n  sink: [file, stdout, syslog]\n  file: \"{}\"\n  salt: test-salt-long-enough\n  max_events_per_minute: 0\n  syslog: {{ address: \"127.0.0.1:{syslog_port}\", max_message: 60000 }}\n\
+             telemetry: {{ endpoint: \"http://{otlp}\", export_interval: 100ms }}\n\
+             audit:\n  sink: [file, stdout, syslog, otlp]\n  file: \"{}\"\n  salt: test-salt-long-enough\n  max_events_per_minute: 0\n  syslog: {{ address: \"127.0.0.1:{syslog_port}\", max_message: 60000 }}\n\
              routes:\n  - name: legacy\n    path: /mcp\n    upstream: \"{}\"\n  - name: modern\n    path: /modern\n    upstream: \"{}\"\n",
             audit.display(),
             legacy.url("/mcp"),
@@ -337,6 +386,8 @@ async fn no_detectors_finding_is_written_raw_over_http() {
     let stderr_text = child.stderr.await.unwrap();
     let audit_text = std::fs::read_to_string(&audit).unwrap();
     let syslog_text = syslog.lock().unwrap().clone();
+    let (otlp_bytes, otlp_paths) = exported.lock().unwrap().clone();
+    let otlp_text = String::from_utf8_lossy(&otlp_bytes).into_owned();
 
     // The run did what it should, so the absence of examples means something.
     assert!(audit_text.contains("url.pii"), "{audit_text}");
@@ -357,6 +408,7 @@ async fn no_detectors_finding_is_written_raw_over_http() {
         ("the audit file", audit_text.clone()),
         ("the audit on stdout", stdout_text),
         ("syslog", syslog_text),
+        ("OTLP traces and log records", otlp_text),
         ("the logs", stderr_text),
         ("/metrics", metrics_text),
         ("report", report(&audit)),
