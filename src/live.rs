@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 pub type SetLogLevel = Box<dyn Fn(&str) -> Result<(), String> + Send + Sync>;
 
 /// What one reload did.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
+#[derive(Debug, Default, Clone)]
 pub struct Report {
     /// Parts now running with the new values: `routes`, `policies`, `upstream_tls`,
     /// `serving_cert`, `log_level`.
@@ -29,6 +29,11 @@ pub struct Report {
     /// Settings whose new values differ from the running ones and take effect only after a
     /// restart (`listen`, `workers`, `limits`, …).
     pub restart_required: Vec<&'static str>,
+    /// The new file's warnings (a policy in `dry_run`, a kill switch on, …).
+    pub warnings: Vec<String>,
+    /// The routes now running, and their policies (`None` only in an empty report).
+    pub routes: Vec<String>,
+    pub policies: Option<Arc<PolicySet>>,
 }
 
 impl Report {
@@ -180,6 +185,9 @@ impl Live {
                 None => push_once(&mut report.restart_required, "log.level"),
             }
         }
+        report.warnings = new.warnings.clone();
+        report.routes = new.routes.iter().map(|r| r.name.clone()).collect();
+        report.policies = Some(new.policies.clone());
         running.routes = new.routes;
         running.policies = new.policies;
         running.policy_source = new.policy_source;
@@ -254,6 +262,7 @@ mod tests {
         let r = Report {
             changed: vec!["routes", "policies"],
             restart_required: vec!["listen"],
+            ..Report::default()
         };
         assert_eq!(
             r.summary(),

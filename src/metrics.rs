@@ -77,6 +77,8 @@ pub struct Metrics {
     pub policy_reloads: IntCounterVec,
     /// 1 when the last reload succeeded, 0 when it failed.
     pub policy_last_reload_success: IntGauge,
+    /// 1 per route: the policy that judges it and its mode (enforce, dry_run, kill_switch).
+    pub route_policy: IntGaugeVec,
     /// Unix time of the last successful (re)load.
     pub policy_last_reload_timestamp: Gauge,
     /// Parts of the running configuration a reload changed, by part (routes, policies,
@@ -339,6 +341,17 @@ impl Metrics {
                 "policy_last_reload_success",
                 "1 when the last configuration reload succeeded, 0 when it failed.",
             ),
+            route_policy: f.register(
+                "route_policy",
+                IntGaugeVec::new(
+                    Opts::new(
+                        "route_policy",
+                        "1 for each route, labelled with the policy that judges it and its mode: enforce, dry_run (nothing is blocked, denials are only audited) or kill_switch (every elicitation is denied).",
+                    ),
+                    &["route", "policy", "mode"],
+                )
+                .expect("static metric definition"),
+            ),
             policy_last_reload_timestamp,
             config_changes: f.counter(
                 "config_changes_total",
@@ -386,5 +399,27 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Sets [`Metrics::route_policy`] to what `routes` run now (the previous set is cleared).
+pub fn show_route_policies<'a>(
+    gauge: &IntGaugeVec,
+    routes: impl IntoIterator<Item = &'a str>,
+    policies: &elicitgate_core::policy::PolicySet,
+) {
+    use elicitgate_core::policy::KillSwitch;
+    use elicitgate_core::rules::Enforcement;
+    gauge.reset();
+    for route in routes {
+        let policy = policies.for_route(route);
+        let mode = match (policy.kill_switch(), policy.enforcement()) {
+            (KillSwitch::On, _) => "kill_switch",
+            (KillSwitch::Off, Enforcement::DryRun) => "dry_run",
+            (KillSwitch::Off, Enforcement::Enforce) => "enforce",
+        };
+        gauge
+            .with_label_values(&[route, policy.name(), mode])
+            .set(1);
     }
 }

@@ -179,8 +179,11 @@ impl Summary {
         top.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         top.truncate(10);
         self.top_blocking_detectors = top;
-        let allowed = self.by_verdict.get("allow").copied().unwrap_or(0)
-            + self.by_verdict.get("audit").copied().unwrap_or(0);
+        // Forwarded to the user: allowed, audited, or only audited because of `dry_run`.
+        let allowed: u64 = ["allow", "audit", "would_deny"]
+            .iter()
+            .filter_map(|v| self.by_verdict.get(*v))
+            .sum();
         let answered: u64 = self.answers.values().sum();
         self.answer_rate = (allowed > 0).then(|| answered as f64 / allowed as f64);
         self.answer_times.sort_unstable();
@@ -220,6 +223,9 @@ impl Summary {
             }
         };
         section(&mut out, "Decisions", &self.by_verdict);
+        if self.by_verdict.contains_key("would_deny") {
+            out.push_str("  (would_deny: forwarded because the policy is in dry run; blocked once it is not)\n");
+        }
         section(&mut out, "Rules (blocked and audited)", &self.by_rule);
         section(&mut out, "Routes", &self.by_route);
         section(&mut out, "Modes", &self.by_mode);
@@ -288,6 +294,19 @@ not json
             text.contains("form.secret") && text.contains("p50 1s 500ms"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn dry_run_would_blocks_are_told_apart_and_count_as_forwarded() {
+        let lines = r#"{"v":1,"ts":"2026-12-01T10:00:00.000Z","event":"elicitation.audited","route":"mcp","mode":"form","verdict":"would_deny","rules":["form.secret"]}
+{"v":1,"ts":"2026-12-01T10:00:01.000Z","event":"elicitation.audited","route":"mcp","mode":"form","verdict":"audit","rules":["form.sensitive"]}
+{"v":1,"ts":"2026-12-01T10:00:02.000Z","event":"elicitation.answered","action":"decline","time_to_answer_ms":10}
+"#;
+        let s = Summary::read(lines.as_bytes(), Window::default()).unwrap();
+        assert_eq!(s.by_verdict["would_deny"], 1);
+        assert_eq!(s.by_verdict["audit"], 1);
+        assert_eq!(s.answer_rate, Some(0.5));
+        assert!(s.render_text().contains("dry run"), "{}", s.render_text());
     }
 
     #[test]

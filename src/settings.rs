@@ -457,7 +457,7 @@ impl Settings {
         let mut settings = Settings {
             public_url,
             listen: listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 8080))),
-            admin_listen: admin_listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 9090))),
+            admin_listen: admin_listen.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 9464))),
             workers: match workers {
                 0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
                 n => n,

@@ -220,6 +220,11 @@ pub async fn start_with(settings: Settings, options: Options) -> anyhow::Result<
         .unwrap_or_default();
     metrics.policy_last_reload_success.set(1);
     metrics.policy_last_reload_timestamp.set(loaded_at);
+    metrics::show_route_policies(
+        &metrics.route_policy,
+        settings.routes.iter().map(|r| r.name.as_str()),
+        &settings.policies,
+    );
     enforcer.recorder.policy(true, None);
     let live = Arc::new(live::Live::new(
         settings.clone(),
@@ -407,6 +412,18 @@ fn spawn_reloader(
                 reload::Outcome::Unchanged => {}
                 reload::Outcome::Applied(report) => {
                     tracing::info!(?trigger, changed = ?report.changed, "Configuration reloaded.");
+                    // The same warnings as at start: a reload that turns on `dry_run` or the
+                    // kill switch says so.
+                    for warning in &report.warnings {
+                        tracing::warn!(warning = %warning, "Configuration warning.");
+                    }
+                    if let Some(policies) = &report.policies {
+                        metrics::show_route_policies(
+                            &m.route_policy,
+                            report.routes.iter().map(String::as_str),
+                            policies,
+                        );
+                    }
                     if !report.restart_required.is_empty() {
                         tracing::warn!(
                             settings = %report.restart_required.join(", "),

@@ -22,6 +22,7 @@ import argparse
 import copy
 import re
 import sys
+from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
@@ -48,6 +49,10 @@ def _strict(schema):
     if isinstance(schema, dict):
         if "properties" in schema and "additionalProperties" not in schema:
             schema["additionalProperties"] = False
+        pattern = schema.get("pattern")
+        if isinstance(pattern, str) and "(?i)" in pattern[1:]:
+            # Go's RE2 takes `^(?i)…` (the CRD's spelling); Python wants the flag first.
+            schema["pattern"] = "(?i)" + pattern.replace("(?i)", "")
         for value in schema.values():
             _strict(value)
     elif isinstance(schema, list):
@@ -204,7 +209,46 @@ def check_render(docs, config):
             problems.append(f"{replicas} replicas without a PodDisruptionBudget")
     if not by_kind.get("NetworkPolicy"):
         problems.append("no NetworkPolicy")
+
+    # Monitoring as shipped must fire: the alerts match `job="elicitgate"`, and the rules the
+    # operator loads are deploy/prometheus/alerts.yml's.
+    for monitor in by_kind.get("PodMonitor", []):
+        label = monitor["spec"].get("jobLabel")
+        job = deployment["spec"]["template"]["metadata"].get("labels", {}).get(label or "")
+        if job != ALERT_JOB:
+            problems.append(f"PodMonitor job would be {job or '<namespace>/' + name_of(monitor)!r},"
+                            f" the alerts expect {ALERT_JOB!r} (set jobLabel)")
+    for rule in by_kind.get("PrometheusRule", []):
+        if rule["spec"].get("groups") != alert_groups():
+            problems.append("PrometheusRule differs from deploy/prometheus/alerts.yml"
+                            " (regenerate: validate.py prometheus-rule)")
     return problems
+
+
+ALERT_JOB = "elicitgate"
+ALERTS = Path(__file__).resolve().parent.parent / "prometheus" / "alerts.yml"
+RULE_FILE = (Path(__file__).resolve().parent / "components" / "prometheus-operator"
+             / "prometheusrule.yaml")
+RULE_HEADER = """# The alert rules of deploy/prometheus/alerts.yml as a PrometheusRule (same groups, same
+# rules; deploy/kubernetes/check.sh fails when they differ). Regenerate after editing
+# alerts.yml: python3 deploy/kubernetes/validate.py prometheus-rule
+"""
+
+
+def alert_groups():
+    return yaml.safe_load(ALERTS.read_text())["groups"]
+
+
+def cmd_prometheus_rule(args):
+    doc = {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PrometheusRule",
+        "metadata": {"name": "elicitgate", "labels": {"app.kubernetes.io/name": "elicitgate"}},
+        "spec": {"groups": alert_groups()},
+    }
+    RULE_FILE.write_text(RULE_HEADER + yaml.safe_dump(doc, sort_keys=False, width=100))
+    print(f"wrote {RULE_FILE}")
+    return 0
 
 
 def secret_env(docs):
@@ -293,6 +337,24 @@ def cmd_self_test(args):
                 kubernetes_validate.SchemaNotFoundError, LookupError) as e:
             reason = str(getattr(e, "message", e)).splitlines()[0][:70]
             print(f"  ok    rejected: {what} ({reason})")
+    # The monitoring checks of check_render: a PodMonitor without its job label, and rules
+    # that drifted from alerts.yml, must each be reported.
+    config = yaml.safe_load(embedded_config(docs))
+    for what, change in (
+        ("PodMonitor without jobLabel", lambda d: d["kind"] == "PodMonitor"
+         and d["spec"].pop("jobLabel")),
+        ("PrometheusRule drifted from alerts.yml", lambda d: d["kind"] == "PrometheusRule"
+         and d["spec"]["groups"][0]["rules"].pop()),
+    ):
+        bad = copy.deepcopy(docs)
+        if not any(change(d) for d in bad):
+            print(f"  FAIL  self-test needs a render with what '{what}' changes")
+            failed = True
+        elif check_render(bad, config):
+            print(f"  ok    reported: {what}")
+        else:
+            print(f"  FAIL  not reported: {what}")
+            failed = True
     return 1 if failed else 0
 
 
@@ -340,6 +402,8 @@ def main():
     p.add_argument("a")
     p.add_argument("b")
     p.set_defaults(func=cmd_same_but_state)
+    p = sub.add_parser("prometheus-rule", help="regenerate the PrometheusRule from alerts.yml")
+    p.set_defaults(func=cmd_prometheus_rule)
     p = sub.add_parser("same")
     p.add_argument("a")
     p.add_argument("b")

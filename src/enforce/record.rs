@@ -77,6 +77,9 @@ impl Recorder {
         };
         let (kind, label) = if verdict.is_deny() {
             (EventKind::Blocked, "deny")
+        } else if !verdict.would_deny.is_empty() {
+            // `dry_run`: audited, and told apart from rules set to `audit`.
+            (EventKind::Audited, "would_deny")
         } else if !verdict.rules.is_empty() {
             (EventKind::Audited, "audit")
         } else {

@@ -6,7 +6,7 @@ fn load(yaml: &str) -> Result<Settings, ConfigErrors> {
 
 const MINIMAL: &str = r#"
 listen: "127.0.0.1:8080"
-admin_listen: "127.0.0.1:9090"
+admin_listen: "127.0.0.1:9464"
 routes:
   - name: demo
     path: /mcp
@@ -54,7 +54,7 @@ fn units_are_parsed() {
 fn every_error_is_reported_at_once() {
     let yaml = r#"
 listen: "not an address"
-admin_listen: "127.0.0.1:9090"
+admin_listen: "127.0.0.1:9464"
 colour: blue
 limits: { max_request_bodyy: 1KiB, max_connections: many, max_sse_event: huge }
 timeouts: { upstream_connect: soon, stream_idle: later }

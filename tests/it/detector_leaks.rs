@@ -404,6 +404,16 @@ async fn no_detectors_finding_is_written_raw_over_http() {
         stderr_text.contains("elicitgate::access"),
         "access log: {stderr_text}"
     );
+    for path in ["/v1/traces", "/v1/logs"] {
+        assert!(
+            otlp_paths.iter().any(|p| p == path),
+            "nothing exported to {path}: {otlp_paths:?}"
+        );
+    }
+    assert!(
+        otlp_text.contains("url.pii"),
+        "the audit as OTLP log records"
+    );
     assert_clean(&[
         ("the audit file", audit_text.clone()),
         ("the audit on stdout", stdout_text),

@@ -373,9 +373,11 @@ async fn dry_run_forwards_and_audits_and_the_kill_switch_blocks_everything() {
     assert!(call_tool(&gw).await.contains("p-1"), "dry run forwards");
     let audited = gw.audit_of("elicitation.audited").await;
     assert_eq!(audited[0]["rules"], json!(["form.secret"]));
-    assert!(metrics(gw.admin_addr)
-        .await
-        .contains(r#"elicitgate_elicitations_total{mode="form",route="demo",verdict="audit"} 1"#));
+    // What dry run let through is told apart from rules set to `audit`.
+    assert_eq!(audited[0]["verdict"], "would_deny");
+    assert!(metrics(gw.admin_addr).await.contains(
+        r#"elicitgate_elicitations_total{mode="form",route="demo",verdict="would_deny"} 1"#
+    ));
     gw.shutdown().await;
 
     let upstream =

@@ -163,3 +163,65 @@ async fn restoring_the_running_file_after_a_refused_edit_is_applied() {
     assert!(forwarded(&gw).await);
     gw.shutdown().await;
 }
+
+/// A reload that puts a route's policy in dry run is visible: `route_policy` names the mode,
+/// and what would have been blocked is counted and audited as `would_deny`, not as `audit`.
+#[tokio::test]
+async fn dry_run_turned_on_by_reload_is_visible_in_metrics_and_the_audit() {
+    let upstream = legacy_server(|_| {
+        sse(&[form(
+            "f-1",
+            "Sign in",
+            json!({"password":{"type":"string"}}),
+        )])
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("elicitgate.yaml");
+    let up = upstream.url("/mcp");
+    let enforcing = config(&up, false);
+    std::fs::write(&path, &enforcing).unwrap();
+    let gw = gateway_in(&enforcing, dir.path(), Some(path.clone())).await;
+    assert!(
+        metric(
+            &gw,
+            r#"elicitgate_route_policy{mode="enforce",policy="p",route="demo"} 1"#
+        )
+        .await
+    );
+    initialize(&gw, BOTH).await;
+    assert!(!forwarded(&gw).await, "blocked while enforcing");
+
+    write_atomically(
+        &path,
+        &enforcing.replace(
+            "kill_switch: false",
+            "kill_switch: false\n    dry_run: true",
+        ),
+    );
+    until_forwarded(&gw, true).await;
+    assert!(
+        metric(
+            &gw,
+            r#"elicitgate_route_policy{mode="dry_run",policy="p",route="demo"} 1"#
+        )
+        .await
+    );
+    let m = metrics(gw.admin_addr).await;
+    assert!(
+        !m.contains(r#"mode="enforce""#),
+        "the old mode is cleared: {m}"
+    );
+    assert!(
+        m.contains(
+            r#"elicitgate_elicitations_total{mode="form",route="demo",verdict="would_deny"}"#
+        ),
+        "{m}"
+    );
+    let audited = gw.audit_of("elicitation.audited").await;
+    assert!(
+        audited.iter().any(|e| e["verdict"] == "would_deny"),
+        "{audited:?}"
+    );
+    gw.shutdown().await;
+}

@@ -25,6 +25,7 @@ mod no_leaks;
 mod oauth;
 mod passthrough;
 mod prometheus;
+mod promises;
 mod refusals;
 mod reload_everything;
 mod replicas;

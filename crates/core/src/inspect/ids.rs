@@ -392,7 +392,7 @@ fn all_same(d: &[u8]) -> bool {
 
 /// A real calendar date (proleptic Gregorian; leap years counted).
 pub(crate) fn valid_date(year: u32, month: u32, day: u32) -> bool {
-    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    let leap = (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400);
     let days = match month {
         1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
         4 | 6 | 9 | 11 => 30,
@@ -699,7 +699,7 @@ fn is_cpr_date(d: &[u8]) -> bool {
 
 /// The CPR mod-11 check that numbers issued before 2007 satisfy.
 fn cpr_mod11(d: &[u8]) -> bool {
-    d.len() == 10 && weighted(d, &[4, 3, 2, 7, 6, 5, 4, 3, 2, 1]) % 11 == 0
+    d.len() == 10 && weighted(d, &[4, 3, 2, 7, 6, 5, 4, 3, 2, 1]).is_multiple_of(11)
 }
 
 /// Korea RRN: YYMMDD, sex/century digit, 5 digits, check digit (11 − weighted mod 11) mod 10.

@@ -219,7 +219,7 @@ pub(crate) fn luhn(d: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 fn is_card(candidate: &str) -> bool {

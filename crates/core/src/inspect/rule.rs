@@ -50,6 +50,8 @@ pub struct Verdict {
     pub denied_by: Vec<RuleId>,
     /// The rules that matched in audit mode (or were downgraded by `dry_run`).
     pub audited: Vec<RuleId>,
+    /// The rules that would have denied but for `dry_run` (a subset of `audited`).
+    pub would_deny: Vec<RuleId>,
     /// Evidence for `rules`, in detection order.
     pub findings: Vec<Finding>,
 }
@@ -62,6 +64,7 @@ impl Verdict {
             rules: Vec::new(),
             denied_by: Vec::new(),
             audited: Vec::new(),
+            would_deny: Vec::new(),
             findings: Vec::new(),
         }
     }
@@ -150,7 +153,10 @@ impl Hits {
                 RuleAction::Deny
             } else {
                 match (action_of(rule), enforcement) {
-                    (RuleAction::Deny, Enforcement::DryRun) => RuleAction::Audit,
+                    (RuleAction::Deny, Enforcement::DryRun) => {
+                        verdict.would_deny.push(rule);
+                        RuleAction::Audit
+                    }
                     (a, _) => a,
                 }
             };
