@@ -18,7 +18,8 @@
 //! - [`reload`]: when to reload (SIGHUP, file changes).
 //! - [`start`]: builds and runs the whole gateway; `main` and the integration tests call it.
 //! - [`stdio`]: the same enforcement for local stdio servers, and the stdio form of every
-//!   outcome; [`inspect_cli`], [`report`], [`demo`]: the other commands.
+//!   outcome; [`inspect_cli`], [`report`], [`demo`]: the other commands; [`policy_test`]:
+//!   `test`, cases judged as `inspect` judges them.
 
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms)]
@@ -33,6 +34,7 @@ pub mod inspect_cli;
 pub mod live;
 pub mod mcp;
 pub mod metrics;
+pub mod policy_test;
 pub mod proxy;
 pub mod reload;
 pub mod report;

@@ -55,6 +55,17 @@ enum Command {
         /// The document to judge; `-` or absent reads standard input.
         file: Option<PathBuf>,
     },
+    /// Policy as code: run files of cases (a message, the route, the verdict and rules
+    /// expected) against a configuration, judged as `inspect` judges. Exit 0 when every case
+    /// passes, 1 on any mismatch, 2 when a file or the configuration cannot be read.
+    Test {
+        /// Configuration file (YAML) with the routes and policies.
+        #[arg(long, short)]
+        config: PathBuf,
+        /// Case files (YAML or JSON: `cases: [{name, route?, capabilities?, message, expect}]`).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
     /// Summarise audit events (JSON Lines): decisions by verdict, rule, route and mode, top
     /// blocking detectors, answers and time to answer. Exit 0, or 2 when the input is unreadable.
     Report {
@@ -210,6 +221,54 @@ fn inspect(
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
+/// `test`: every case of every file; exit 0 all passed, 1 a mismatch, 2 unreadable input.
+fn policy_test(config: &std::path::Path, files: &[PathBuf]) -> ExitCode {
+    use elicitgate::policy_test::{judge, parse, report, Outcome};
+    let settings = match Settings::load(config) {
+        Ok(s) => s,
+        Err(errors) => {
+            eprintln!("{}: {errors}", config.display());
+            return ExitCode::from(2);
+        }
+    };
+    let routes: Vec<&str> = settings.routes.iter().map(|r| r.name.as_str()).collect();
+    let (mut passed, mut failed, mut broken) = (0, 0, 0);
+    for file in files {
+        let name = file.display().to_string();
+        let cases = match std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|t| parse(&t))
+        {
+            Ok(cases) => cases,
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                broken += 1;
+                continue;
+            }
+        };
+        for (i, case) in cases.iter().enumerate() {
+            let outcome = judge(&settings.policies, &routes, case);
+            print!("{}", report(&name, i, case, &outcome));
+            match outcome {
+                Outcome::Passed => passed += 1,
+                Outcome::Failed { .. } => failed += 1,
+                Outcome::Error(_) => broken += 1,
+            }
+        }
+    }
+    println!(
+        "{} cases: {passed} passed, {failed} failed, {broken} not judged",
+        passed + failed + broken
+    );
+    if broken > 0 {
+        ExitCode::from(2)
+    } else if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
     tokio::runtime::Runtime::new().map_err(|e| {
         eprintln!("error: cannot start the runtime: {e}");
@@ -291,6 +350,7 @@ fn main() -> ExitCode {
             until,
             format,
         } => report(file.as_deref(), since.as_deref(), until.as_deref(), &format),
+        Command::Test { config, files } => policy_test(&config, &files),
         Command::Stdio {
             config,
             route,

@@ -305,3 +305,58 @@ fn a_second_serve_on_a_listen_address_in_use_fails_instead_of_sharing_it() {
     let err = String::from_utf8_lossy(&output.stderr);
     assert!(err.contains("already in use by another process"), "{err}");
 }
+
+/// `elicitgate test`: the shipped cases pass against the shipped policy file; a wrong
+/// expectation exits 1 and shows both sides; an unreadable case file exits 2.
+#[test]
+fn test_runs_policy_cases_and_reports_every_mismatch() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let policy = format!("{root}/config/policy.yaml");
+    let shipped = format!("{root}/config/policy.tests.yaml");
+    let run = |files: &[&str]| {
+        let out = Command::new(BIN)
+            .args(["test", "--config", &policy])
+            .args(files)
+            .output()
+            .unwrap();
+        (
+            out.status.code().unwrap(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&[&shipped]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("5 cases: 5 passed, 0 failed"), "{out}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("wrong.yaml");
+    let text = std::fs::read_to_string(&shipped).unwrap().replace(
+        "expect: { verdict: deny, rules: [form.secret] }\n\n  - name: the vendor's",
+        "expect: { verdict: allow, rules: [] }\n\n  - name: the vendor's",
+    );
+    std::fs::write(&wrong, text).unwrap();
+    let (code, out, _) = run(&[&shipped, wrong.to_str().unwrap()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAIL  "), "{out}");
+    assert!(
+        out.contains("- verdict: allow") && out.contains("+ verdict: deny"),
+        "{out}"
+    );
+    assert!(
+        out.contains("- rules: []") && out.contains("+ rules: [form.secret]"),
+        "{out}"
+    );
+    assert!(out.contains("finding: form.secret at "), "{out}");
+    assert!(out.contains("10 cases: 9 passed, 1 failed"), "{out}");
+
+    let broken = dir.path().join("broken.yaml");
+    std::fs::write(
+        &broken,
+        "cases: [ {name: x, message: {}, expect: {verdict: maybe}} ]",
+    )
+    .unwrap();
+    let (code, _, err) = run(&[broken.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("allow or deny"), "{err}");
+}

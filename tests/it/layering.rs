@@ -55,6 +55,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("inspect_cli", 9),
     ("report", 9),
     ("demo", 9),
+    // `test`: cases judged as `inspect` judges them.
+    ("policy_test", 10),
 ];
 
 /// Paths enforcement must never name: sockets, files, processes, and the HTTP transport's own
