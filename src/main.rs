@@ -80,6 +80,10 @@ enum Command {
         /// `text` (default) or `json`.
         #[arg(long, default_value = "text")]
         format: String,
+        /// Instead of a summary: one event's story, the audit event with this `event_id` (the
+        /// id a block's error carries) and every event of the same request, as JSON lines.
+        #[arg(long)]
+        event: Option<String>,
     },
     /// Relay a local MCP server over stdio with the same enforcement: the client starts
     /// elicitgate instead of the server, e.g. `elicitgate stdio --config c.yaml -- python server.py`.
@@ -269,6 +273,31 @@ fn policy_test(config: &std::path::Path, files: &[PathBuf]) -> ExitCode {
     }
 }
 
+/// `report --event ID`: exit 0 with the story, 1 when no event has that id, 2 unreadable.
+fn report_story(file: Option<&std::path::Path>, event: &str) -> ExitCode {
+    let story = match file.filter(|f| f.as_os_str() != "-") {
+        Some(path) => std::fs::File::open(path)
+            .and_then(|f| elicitgate::report::story(std::io::BufReader::new(f), event)),
+        None => elicitgate::report::story(std::io::stdin().lock(), event),
+    };
+    match story {
+        Ok(lines) if lines.is_empty() => {
+            eprintln!("report: no audit event {event}");
+            ExitCode::from(1)
+        }
+        Ok(lines) => {
+            for line in lines {
+                println!("{line}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("report: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn runtime() -> Result<tokio::runtime::Runtime, ExitCode> {
     tokio::runtime::Runtime::new().map_err(|e| {
         eprintln!("error: cannot start the runtime: {e}");
@@ -346,9 +375,15 @@ fn main() -> ExitCode {
         } => inspect(&config, route.as_deref(), &capabilities, file.as_deref()),
         Command::Report {
             file,
+            event: Some(event),
+            ..
+        } => report_story(file.as_deref(), &event),
+        Command::Report {
+            file,
             since,
             until,
             format,
+            event: None,
         } => report(file.as_deref(), since.as_deref(), until.as_deref(), &format),
         Command::Test { config, files } => policy_test(&config, &files),
         Command::Stdio {

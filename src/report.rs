@@ -262,6 +262,34 @@ impl Summary {
     }
 }
 
+/// One event's story: the audit event with `event_id`, and every event of the same request
+/// (the `request` its access-log line names), in file order. Empty when no event has that id.
+pub fn story(input: impl BufRead, event_id: &str) -> std::io::Result<Vec<String>> {
+    let mut lines: Vec<(Option<String>, bool, String)> = Vec::new();
+    let mut request = None;
+    for line in input.lines() {
+        let line = line?;
+        let Ok(event) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        let is_it = event["event_id"] == event_id;
+        let of = event["request"].as_str().map(str::to_owned);
+        if is_it {
+            request = of.clone();
+        }
+        // Only what could belong to the story is kept.
+        if is_it || of.is_some() {
+            lines.push((of, is_it, line));
+        }
+    }
+    let found = lines.iter().any(|(_, is_it, _)| *is_it);
+    Ok(lines
+        .into_iter()
+        .filter(|(of, is_it, _)| found && (*is_it || (request.is_some() && *of == request)))
+        .map(|(_, _, line)| line)
+        .collect())
+}
+
 fn ms(v: u64) -> String {
     humantime::format_duration(Duration::from_millis(v)).to_string()
 }
@@ -307,6 +335,20 @@ not json
         assert_eq!(s.by_verdict["audit"], 1);
         assert_eq!(s.answer_rate, Some(0.5));
         assert!(s.render_text().contains("dry run"), "{}", s.render_text());
+    }
+
+    #[test]
+    fn an_events_story_is_every_event_of_its_request() {
+        let lines = r#"{"event_id":"a","event":"elicitation.allowed","request":"r1"}
+{"event_id":"b","event":"elicitation.blocked","request":"r2"}
+{"event_id":"c","event":"answer.rejected","request":"r2"}
+{"event_id":"d","event":"policy.loaded"}
+"#;
+        let story = story(lines.as_bytes(), "b").unwrap();
+        assert_eq!(story.len(), 2, "{story:?}");
+        assert!(story[0].contains("\"b\"") && story[1].contains("\"c\""));
+        assert_eq!(super::story(lines.as_bytes(), "d").unwrap().len(), 1);
+        assert!(super::story(lines.as_bytes(), "zz").unwrap().is_empty());
     }
 
     #[test]

@@ -134,8 +134,21 @@ pub struct AuditFinding {
 /// One audit line. Optional fields are omitted when they do not apply.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct AuditEvent {
+    /// The `event_id` to write, when the caller already handed it out (a block's id travels in
+    /// the error the client gets and the answer the server gets); else a fresh one.
+    #[serde(skip)]
+    pub id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub event: Option<EventKind>,
+    /// The id of the HTTP request it happened in, as its access-log line names it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+    /// The tool being called (`tools/call` `params.name`), scrubbed and bounded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// The policy that judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -340,7 +353,7 @@ impl Auditor {
         let envelope = Envelope {
             v: SCHEMA_VERSION,
             ts: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
-            event_id: uuid::Uuid::new_v4().simple().to_string(),
+            event_id: event.id.clone().unwrap_or_else(new_event_id),
             event,
         };
         match serde_json::to_string(&envelope) {
@@ -348,6 +361,11 @@ impl Auditor {
             Err(e) => tracing::error!(error = %e, "Audit event not serialisable."),
         }
     }
+}
+
+/// A fresh audit event id (32 hex digits).
+pub fn new_event_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 /// A random salt for keyed hashes when the configuration gives none.

@@ -127,9 +127,16 @@ pub struct Exchange {
     task_id: Option<String>,
     /// The pending elicitation this exchange's answer consumed (put back if undelivered).
     taken: Option<Arc<answers::Consumed>>,
+    /// The carrier's id of the request (HTTP: the access-log line's `request_id`).
+    trace_ref: Option<Arc<str>>,
 }
 
 impl Exchange {
+    /// The carrier's id of the request (HTTP: the access-log line's `request_id`).
+    pub fn trace_ref(&self) -> Option<&str> {
+        self.trace_ref.as_deref()
+    }
+
     /// The route's name (a metrics and audit label).
     pub fn route_name(&self) -> &Arc<str> {
         &self.route_name
@@ -290,6 +297,8 @@ pub struct RequestFacts<'a> {
     pub caller: Caller,
     /// The request URI's query (the 2024-11-05 transport names its session there).
     pub query: Option<&'a str>,
+    /// The carrier's id of the request (HTTP: the access-log line's), for audit events.
+    pub trace_ref: Option<Arc<str>>,
 }
 
 impl<'a> RequestFacts<'a> {
@@ -303,6 +312,7 @@ impl<'a> RequestFacts<'a> {
             envelope,
             caller: Caller::fixed("stdio"),
             query: None,
+            trace_ref: None,
         }
     }
 }
@@ -423,6 +433,7 @@ impl Enforcer {
             envelope,
             caller,
             query,
+            trace_ref,
         } = facts;
         let header = |name: &str| {
             headers
@@ -470,6 +481,7 @@ impl Enforcer {
             call_name: None,
             task_id: None,
             taken: None,
+            trace_ref,
         }
     }
 
@@ -515,8 +527,9 @@ impl Enforcer {
         {
             return ClientVerdict::Forward(body);
         }
-        if ex.method == Some("tools/call") && self.policy(&ex.route_name).has_tool_overrides() {
-            // Per-tool policy needs the tool's name even where the request is not parsed.
+        if ex.method == Some("tools/call") {
+            // Per-tool policy and the audit (which tool asked) need the tool's name even where
+            // the request is not parsed: a skim of `params.name`.
             ex.call_name = message::call_name(&body);
         }
         let is_initialize = ex.method == Some("initialize");

@@ -36,6 +36,10 @@ impl Recorder {
                 .as_deref()
                 .map(|s| self.auditor.hash("session", s)),
             principal: Some(self.auditor.hash("principal", ex.principal())),
+            request: ex.trace_ref().map(str::to_owned),
+            tool: ex
+                .tool_name()
+                .map(|t| self.auditor.scrub(&t.chars().take(128).collect::<String>())),
             ..AuditEvent::default()
         }
     }
@@ -62,7 +66,8 @@ impl Recorder {
             .collect()
     }
 
-    /// An elicitation was judged.
+    /// An elicitation was judged. Returns the id of its audit event, which a block carries in
+    /// the error the client gets and the answer the server gets.
     pub fn elicitation(
         &self,
         ex: &Exchange,
@@ -70,7 +75,8 @@ impl Recorder {
         verdict: &Verdict,
         policy: &Policy,
         repeated: bool,
-    ) {
+    ) -> String {
+        let id = crate::audit::new_event_id();
         let mode = match view.mode_field() {
             ModeField::Known(m) => m.as_str(),
             ModeField::Unknown => "unknown",
@@ -106,9 +112,11 @@ impl Recorder {
         let rules: Vec<&'static str> = verdict.rules.iter().map(|r| r.as_str()).collect();
         crate::spans::verdict_event(label, mode, &rules);
         if !self.auditor.enabled() {
-            return;
+            return id;
         }
         let mut event = self.base(ex, kind);
+        event.id = Some(id.clone());
+        event.policy = Some(policy.name().to_owned());
         event.carrier = Some(view.carrier.as_str());
         event.method = Some("elicitation/create");
         event.mode = Some(mode);
@@ -129,6 +137,7 @@ impl Recorder {
             event.message = view.message().map(|t| self.auditor.scrub(t));
         }
         self.auditor.emit(&event);
+        id
     }
 
     /// A client answered a pending elicitation (and the answer fit).

@@ -221,21 +221,42 @@ fn answer_error(rules: &[RuleId]) -> ErrorObject {
 }
 
 /// The message that replaces blocked content in a stream or body: the blocked-content error
-/// for `id`, naming `rules`, nothing of the content.
-pub fn blocked_value<'a>(id: impl Into<Id<'a>>, rules: &[RuleId]) -> Value {
-    ErrorObject::blocked(rules.iter().map(|r| r.as_str())).response_value(id)
+/// for `id`, naming `rules` and the audit event (`event`), nothing of the content.
+pub fn blocked_value<'a>(id: impl Into<Id<'a>>, rules: &[RuleId], event: Option<&str>) -> Value {
+    with_event(
+        ErrorObject::blocked(rules.iter().map(|r| r.as_str())),
+        event,
+    )
+    .response_value(id)
 }
 
 /// The gateway's own answer to a server whose legacy elicitation it blocked, as the policy
-/// says: a decline, or an error naming the rules.
-pub fn to_server_blocked(on_block: OnBlock, id: &Value, rules: &[RuleId]) -> Bytes {
+/// says: a decline, or an error naming the rules and the audit event.
+pub fn to_server_blocked(
+    on_block: OnBlock,
+    id: &Value,
+    rules: &[RuleId],
+    event: Option<&str>,
+) -> Bytes {
     match on_block {
         OnBlock::Decline => {
             Bytes::from(json!({"jsonrpc":"2.0","id":id,"result":{"action":"decline"}}).to_string())
         }
-        OnBlock::Error => ErrorObject::blocked(rules.iter().map(|r| r.as_str()))
-            .with_code(codes::INVALID_PARAMS)
-            .response(Some(id)),
+        OnBlock::Error => with_event(
+            ErrorObject::blocked(rules.iter().map(|r| r.as_str())),
+            event,
+        )
+        .with_code(codes::INVALID_PARAMS)
+        .response(Some(id)),
+    }
+}
+
+/// A block's error that says which audit event recorded it, in `data.event_id` and in the
+/// message (clients show the message, rarely `data`), with the rules.
+fn with_event(error: ErrorObject, event: Option<&str>) -> ErrorObject {
+    match event {
+        Some(event) => error.with_event(event),
+        None => error,
     }
 }
 
@@ -334,15 +355,22 @@ mod tests {
     #[test]
     fn servers_get_a_decline_or_an_error_for_their_own_id() {
         let id = json!("srv-1");
-        let decline = parsed(&to_server_blocked(OnBlock::Decline, &id, &[]));
+        let decline = parsed(&to_server_blocked(OnBlock::Decline, &id, &[], None));
         assert_eq!(decline["result"]["action"], "decline");
         assert_eq!(decline["id"], "srv-1");
         let error = parsed(&to_server_blocked(
             OnBlock::Error,
             &id,
             &[RuleId::FormSecret],
+            Some("3fa2c1"),
         ));
         assert_eq!(error["error"]["code"], -32602);
+        // The block names its audit event, in `data` and in the message clients show.
+        assert_eq!(error["error"]["data"]["event_id"], "3fa2c1");
+        assert_eq!(
+            error["error"]["message"],
+            "Elicitation blocked by gateway policy (form.secret; audit event 3fa2c1)"
+        );
         let late = parsed(&undeliverable(&id, "expired"));
         assert_eq!(late["error"]["data"]["reason"], "elicitation_expired");
         assert_eq!(late["id"], "srv-1");

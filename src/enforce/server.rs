@@ -186,14 +186,15 @@ impl Enforcer {
     }
 
     /// Reads the facts of every view (one store round trip), then decides each with
-    /// `inspect`, counting it for rate limits. Returns each verdict with its fingerprint.
+    /// `inspect`, counting it for rate limits. Returns each verdict with its fingerprint and
+    /// the id of its audit event.
     async fn decide_all(
         &self,
         ex: &Exchange,
         views: &[ElicitationView<'_>],
         caps_from: CapsFrom,
         policy: &Policy,
-    ) -> Vec<(Verdict, u64)> {
+    ) -> Vec<(Verdict, u64, String)> {
         let fingerprints: Vec<u64> = views.iter().map(inspect::fingerprint).collect();
         let query = FactsQuery {
             route: ex.route_name.clone(),
@@ -234,9 +235,10 @@ impl Enforcer {
                     protocol: ex.era,
                 };
                 let verdict = inspect::inspect(view, &caps, &ctx, policy);
-                self.recorder
+                let event = self
+                    .recorder
                     .elicitation(ex, view, &verdict, policy, declined);
-                (verdict, fingerprint)
+                (verdict, fingerprint, event)
             })
             .collect()
     }
@@ -254,7 +256,7 @@ impl Enforcer {
         let decided = self
             .decide_all(ex, std::slice::from_ref(&view), CapsFrom::Session, &policy)
             .await;
-        let Some((verdict, _)) = decided.into_iter().next() else {
+        let Some((verdict, _, event)) = decided.into_iter().next() else {
             return ServerVerdict::Drop;
         };
         let Some(id) = message.get("id") else {
@@ -262,7 +264,7 @@ impl Enforcer {
             return ServerVerdict::Drop;
         };
         if verdict.is_deny() {
-            self.answer_blocked(ex, id, &verdict.denied_by, &policy, channel);
+            self.answer_blocked(ex, id, &verdict.denied_by, Some(&event), &policy, channel);
             return ServerVerdict::Drop;
         }
         let Some(asked) = AskedElicitation::from_view(&view) else {
@@ -300,7 +302,7 @@ impl Enforcer {
                 // Not recorded: its answer could not be checked. Never shown; the server is
                 // answered as for any block.
                 tracing::warn!(route = %ex.route_name, "The state store did not record an elicitation; it is blocked (state.unavailable).");
-                self.answer_blocked(ex, id, &[RuleId::StateUnavailable], &policy, channel);
+                self.answer_blocked(ex, id, &[RuleId::StateUnavailable], None, &policy, channel);
                 return ServerVerdict::Drop;
             }
         };
@@ -327,10 +329,11 @@ impl Enforcer {
         ex: &Exchange,
         id: &Value,
         rules: &[RuleId],
+        event: Option<&str>,
         policy: &Policy,
         channel: &ServerChannel,
     ) {
-        let answer = refusal::to_server_blocked(policy.on_block(), id, rules);
+        let answer = refusal::to_server_blocked(policy.on_block(), id, rules, event);
         channel.answer(ex, answer, &self.recorder);
     }
 
@@ -382,10 +385,12 @@ impl Enforcer {
             .decide_all(ex, &views, CapsFrom::Request(caps), &policy)
             .await;
         let mut denied: Vec<RuleId> = Vec::new();
+        let mut event = None;
         let mut entries = HashMap::new();
-        for (view, (verdict, fingerprint)) in views.iter().zip(decided) {
+        for (view, (verdict, fingerprint, id)) in views.iter().zip(decided) {
             if verdict.is_deny() {
                 denied.extend(verdict.denied_by.iter().copied());
+                event.get_or_insert(id);
             } else if let Some(key) = view.key {
                 entries.insert(
                     key.to_owned(),
@@ -400,7 +405,7 @@ impl Enforcer {
         if !denied.is_empty() {
             denied.sort_by_key(|r| r.as_str());
             denied.dedup();
-            return ServerVerdict::Replace(blocked_value(ex, message, &denied));
+            return ServerVerdict::Replace(blocked_value(ex, message, &denied, event.as_deref()));
         }
         // Non-elicitation input requests (sampling, roots) are answered too; remember every
         // key so their answers are not mistaken for unknown ones.
@@ -429,7 +434,12 @@ impl Enforcer {
         let Some(key) = key else {
             // Nowhere to remember it (a GET stream, an unknown method): its retry could not
             // be checked, so it is not shown.
-            return ServerVerdict::Replace(blocked_value(ex, message, &[RuleId::RequestMalformed]));
+            return ServerVerdict::Replace(blocked_value(
+                ex,
+                message,
+                &[RuleId::RequestMalformed],
+                None,
+            ));
         };
         {
             let record = AskedRecord {
@@ -448,6 +458,7 @@ impl Enforcer {
                     ex,
                     message,
                     &[RuleId::StateUnavailable],
+                    None,
                 ));
             }
             self.gauges();
@@ -470,10 +481,12 @@ impl Enforcer {
         }
         let decided = self.decide_all(ex, &views, caps_from, &policy).await;
         let mut denied: Vec<RuleId> = Vec::new();
+        let mut event = None;
         let mut ids = Vec::new();
-        for (view, (verdict, _)) in views.iter().zip(decided) {
+        for (view, (verdict, _, id)) in views.iter().zip(decided) {
             if verdict.is_deny() {
                 denied.extend(verdict.denied_by.iter().copied());
+                event.get_or_insert(id);
             } else if let Some(eid) = view.elicitation_id() {
                 ids.push(UrlKey {
                     route: ex.route_name.clone(),
@@ -485,11 +498,16 @@ impl Enforcer {
         if !denied.is_empty() {
             denied.sort_by_key(|r| r.as_str());
             denied.dedup();
-            return ServerVerdict::Replace(blocked_value(ex, message, &denied));
+            return ServerVerdict::Replace(blocked_value(ex, message, &denied, event.as_deref()));
         }
         let put = self.store.put_url_ids(&ids, policy.pending_ttl()).await;
         if self.noted("put_url_ids", put).is_err() {
-            return ServerVerdict::Replace(blocked_value(ex, message, &[RuleId::StateUnavailable]));
+            return ServerVerdict::Replace(blocked_value(
+                ex,
+                message,
+                &[RuleId::StateUnavailable],
+                None,
+            ));
         }
         ServerVerdict::Keep
     }
@@ -522,10 +540,11 @@ fn mode_of(view: &ElicitationView<'_>) -> Mode {
 }
 
 /// The error a client gets instead of a blocked result: its own request id (the carrying
-/// message's when the exchange has none), the rule ids, nothing of the blocked content.
-fn blocked_value(ex: &Exchange, message: &Value, rules: &[RuleId]) -> Value {
+/// message's when the exchange has none), the rule ids and the audit event's id, nothing of
+/// the blocked content.
+fn blocked_value(ex: &Exchange, message: &Value, rules: &[RuleId], event: Option<&str>) -> Value {
     match ex.request_id.as_deref() {
-        Some(id) => refusal::blocked_value(Some(id), rules),
-        None => refusal::blocked_value(message.get("id"), rules),
+        Some(id) => refusal::blocked_value(Some(id), rules, event),
+        None => refusal::blocked_value(message.get("id"), rules, event),
     }
 }

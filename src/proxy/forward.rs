@@ -199,6 +199,7 @@ fn observed(
         }
     }
     let line = access.then(|| AccessLine {
+        request_id: trail.request_id.clone(),
         route: route.map_or_else(|| Arc::from("unmatched"), |r| r.name.clone()),
         http_method,
         mcp_method: trail.envelope.method_label(),
@@ -308,6 +309,7 @@ async fn exchange(
         parts,
         body,
         &trail.envelope,
+        trail.request_id.clone(),
         tracer,
     );
     match cx {
@@ -326,6 +328,7 @@ async fn forward(
     mut parts: http::request::Parts,
     body: Bytes,
     envelope: &Envelope,
+    request_id: Arc<str>,
     tracer: Option<&opentelemetry_sdk::trace::SdkTracer>,
 ) -> Result<Response<ResponseBody>, GatewayError> {
     let uri = route
@@ -360,6 +363,7 @@ async fn forward(
         envelope,
         caller,
         query: parts.uri.query(),
+        trace_ref: Some(request_id),
     });
     let answer = HttpAnswer::new(route, uri.clone(), &parts.headers);
     if !body.is_empty() {

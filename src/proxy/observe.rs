@@ -16,12 +16,15 @@ use http_body::{Body, Frame};
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry::Context;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 use std::time::{Instant, SystemTime};
 
 /// What the pipeline learns about a request as it goes.
 pub struct Trail {
     pub started: Instant,
+    /// The request's id: in its access-log line and in every audit event it causes.
+    pub request_id: Arc<str>,
     /// Wall-clock arrival, for the span's start time (traced requests only).
     pub arrived: SystemTime,
     /// The request's JSON-RPC envelope (once peeked).
@@ -34,11 +37,26 @@ pub struct Trail {
     pub trace: Option<Context>,
 }
 
+/// A process-unique request id: 8 random hex digits fixed at start (distinct across
+/// replicas and restarts) and a counter, 16 hex digits in all. Cheaper than a UUID per
+/// request, and unique where it matters: within one process's logs and audit.
+fn next_request_id() -> Arc<str> {
+    static PREFIX: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    static COUNTER: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let prefix = *PREFIX.get_or_init(|| {
+        let bytes = uuid::Uuid::new_v4().into_bytes();
+        u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
+    });
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Arc::from(format!("{prefix:08x}{n:08x}"))
+}
+
 impl Trail {
     /// A request that arrived at `started`; the wall clock is read only for a `traced` one.
     pub fn new(started: Instant, traced: bool) -> Self {
         Self {
             started,
+            request_id: next_request_id(),
             arrived: if traced {
                 SystemTime::now()
             } else {
@@ -54,6 +72,7 @@ impl Trail {
 
 /// One access log line's facts, known when the response head is.
 pub struct AccessLine {
+    pub request_id: Arc<str>,
     pub route: std::sync::Arc<str>,
     pub http_method: HttpMethod,
     pub mcp_method: &'static str,
@@ -134,6 +153,7 @@ impl Drop for Observed {
                 .map(|cx| cx.span().span_context().trace_id().to_string());
             tracing::info!(
                 target: "elicitgate::access",
+                request_id = %line.request_id,
                 route = %line.route,
                 http_method = line.http_method.label(),
                 mcp_method = line.mcp_method,

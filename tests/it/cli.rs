@@ -312,7 +312,7 @@ fn a_second_serve_on_a_listen_address_in_use_fails_instead_of_sharing_it() {
 fn test_runs_policy_cases_and_reports_every_mismatch() {
     let root = env!("CARGO_MANIFEST_DIR");
     let policy = format!("{root}/config/policy.yaml");
-    let shipped = format!("{root}/config/policy.tests.yaml");
+    let shipped = format!("{root}/config/cases/policy.yaml");
     let run = |files: &[&str]| {
         let out = Command::new(BIN)
             .args(["test", "--config", &policy])

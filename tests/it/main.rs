@@ -10,6 +10,7 @@ mod bounds;
 mod bounds_table;
 mod cli;
 mod corpus;
+mod correlation;
 mod costly_input;
 mod deadlines;
 mod detector_leaks;

@@ -388,6 +388,23 @@ impl ErrorObject {
         self
     }
 
+    /// Names the audit event that recorded this block: `data.event_id`, and the message says
+    /// it with the rules (`Elicitation blocked by gateway policy (form.secret; audit event
+    /// 3f…)`), since most clients show only the message.
+    pub fn with_event(mut self, event: &str) -> Self {
+        let rules: Vec<&str> = self.data["rules"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut message = self.message.to_string();
+        message.push_str(&format!(" ({}; audit event {event})", rules.join(", ")));
+        self.message = message.into();
+        if let Some(map) = self.data.as_object_mut() {
+            map.insert("event_id".into(), Value::from(event));
+        }
+        self
+    }
+
     /// [`ErrorObject::blocked`] with another code (the legacy answer to a server is -32602).
     pub fn with_code(mut self, code: i64) -> Self {
         self.code = code;
