@@ -177,7 +177,7 @@ async fn serve(
     tracing::info!(
         terms,
         languages,
-        build_ms = took.as_secs_f64() * 1e3,
+        build_ms = elicitgate::spans::millis(took),
         "Secret lexicon loaded."
     );
     let running = elicitgate::start::start_with(settings, options).await?;

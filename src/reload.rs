@@ -33,6 +33,16 @@ pub enum Trigger {
     FileChange,
 }
 
+impl Trigger {
+    /// The log's word for it: `sighup` or `file_change`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Trigger::Signal => "sighup",
+            Trigger::FileChange => "file_change",
+        }
+    }
+}
+
 const DEBOUNCE: Duration = Duration::from_millis(250);
 
 /// Watches `files` (the configuration file first) and calls `apply` with the configuration

@@ -49,6 +49,15 @@ impl Window {
     }
 }
 
+/// Time to answer over the window, in milliseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Latency {
+    pub p50: u64,
+    pub p90: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
 /// The summary (its JSON form is `--format json`).
 #[derive(Debug, Default, Serialize)]
 pub struct Summary {
@@ -71,7 +80,7 @@ pub struct Summary {
     /// Answered / allowed elicitations.
     pub answer_rate: Option<f64>,
     /// Time to answer, ms: p50, p90, p99, max.
-    pub time_to_answer_ms: Option<[u64; 4]>,
+    pub time_to_answer_ms: Option<Latency>,
     pub refused_by_reason: BTreeMap<String, u64>,
     pub suppressed_events: u64,
     #[serde(skip)]
@@ -190,7 +199,12 @@ impl Summary {
         let t = &self.answer_times;
         self.time_to_answer_ms = (!t.is_empty()).then(|| {
             let at = |q: f64| t[((t.len() - 1) as f64 * q).round() as usize];
-            [at(0.5), at(0.9), at(0.99), t[t.len() - 1]]
+            Latency {
+                p50: at(0.5),
+                p90: at(0.9),
+                p99: at(0.99),
+                max: t[t.len() - 1],
+            }
         });
     }
 
@@ -242,7 +256,7 @@ impl Summary {
                 rate * 100.0
             ));
         }
-        if let Some([p50, p90, p99, max]) = self.time_to_answer_ms {
+        if let Some(Latency { p50, p90, p99, max }) = self.time_to_answer_ms {
             out.push_str(&format!(
                 "  time to answer: p50 {} · p90 {} · p99 {} · max {}\n",
                 ms(p50),
@@ -252,6 +266,13 @@ impl Summary {
             ));
         }
         section(&mut out, "Refused messages", &self.refused_by_reason);
+        let count = |kind: &str| self.by_event.get(kind).copied().unwrap_or(0);
+        let (loaded, refused) = (count("policy.loaded"), count("policy.reload_failed"));
+        if loaded + refused > 0 {
+            out.push_str(&format!(
+                "\nConfiguration\n  {loaded:>8}  loaded (start and reloads)\n  {refused:>8}  reloads refused (the running configuration kept)\n"
+            ));
+        }
         if self.suppressed_events > 0 {
             out.push_str(&format!(
                 "\n{} events suppressed by audit.max_events_per_minute\n",
@@ -316,7 +337,15 @@ not json
         assert_eq!(s.top_blocking_detectors[0].0, "secret.term:password@pl");
         assert_eq!(s.answers["accept"], 1);
         assert_eq!(s.answer_rate, Some(0.5));
-        assert_eq!(s.time_to_answer_ms, Some([1500; 4]));
+        assert_eq!(
+            s.time_to_answer_ms,
+            Some(Latency {
+                p50: 1500,
+                p90: 1500,
+                p99: 1500,
+                max: 1500
+            })
+        );
         let text = s.render_text();
         assert!(
             text.contains("form.secret") && text.contains("p50 1s 500ms"),
@@ -330,7 +359,17 @@ not json
 {"v":1,"ts":"2026-12-01T10:00:01.000Z","event":"elicitation.audited","route":"mcp","mode":"form","verdict":"audit","rules":["form.sensitive"]}
 {"v":1,"ts":"2026-12-01T10:00:02.000Z","event":"elicitation.answered","action":"decline","time_to_answer_ms":10}
 "#;
+        let lines = format!(
+            "{lines}{}\n{}\n",
+            r#"{"v":1,"ts":"2026-12-01T10:00:03.000Z","event":"policy.reload_failed","detail":"1 error"}"#,
+            r#"{"v":1,"ts":"2026-12-01T10:00:04.000Z","event":"message.refused","direction":"server","reason":"json.number"}"#
+        );
         let s = Summary::read(lines.as_bytes(), Window::default()).unwrap();
+        let text = s.render_text();
+        assert!(
+            text.contains("reloads refused") && text.contains("json.number"),
+            "{text}"
+        );
         assert_eq!(s.by_verdict["would_deny"], 1);
         assert_eq!(s.by_verdict["audit"], 1);
         assert_eq!(s.answer_rate, Some(0.5));

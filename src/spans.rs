@@ -130,6 +130,12 @@ pub fn verdict_event(verdict: &'static str, mode: &'static str, rules: &[&'stati
     });
 }
 
+/// A duration in milliseconds for logs, rounded to the microsecond (`1.234`, not
+/// `1.2340000000000002`).
+pub fn millis(d: std::time::Duration) -> f64 {
+    (d.as_secs_f64() * 1e6).round() / 1e3
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -411,7 +411,7 @@ fn spawn_reloader(
             match outcome {
                 reload::Outcome::Unchanged => {}
                 reload::Outcome::Applied(report) => {
-                    tracing::info!(?trigger, changed = ?report.changed, "Configuration reloaded.");
+                    tracing::info!(trigger = trigger.label(), changed = %report.changed.join(", "), "Configuration reloaded.");
                     // The same warnings as at start: a reload that turns on `dry_run` or the
                     // kill switch says so.
                     for warning in &report.warnings {

@@ -237,7 +237,7 @@ impl Relay {
             return self.fail(RelayError::Idle(self.idle_timeout));
         };
         self.metrics.idle_timeouts.inc();
-        tracing::warn!(timeout = ?self.idle_timeout, "Ended a stream whose upstream went silent; the client got a timeout error for its call.");
+        tracing::warn!(timeout = %humantime::format_duration(self.idle_timeout), "Ended a stream whose upstream went silent; the client got a timeout error for its call.");
         self.upstream_done = true;
         self.sse = None;
         self.inner = Source::Gone;

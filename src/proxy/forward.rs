@@ -207,7 +207,7 @@ fn observed(
         upstream: route.map(|r| r.upstream_label.clone()),
         client: conn.peer.ip(),
         request_bytes: trail.request_bytes,
-        head_ms: trail.started.elapsed().as_secs_f64() * 1e3,
+        head_ms: crate::spans::millis(trail.started.elapsed()),
     });
     let (parts, body) = response.into_parts();
     let body = Observed::wrap(body, trail.started, status, line, trail.trace.take());

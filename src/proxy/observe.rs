@@ -158,7 +158,7 @@ impl Drop for Observed {
                 http_method = line.http_method.label(),
                 mcp_method = line.mcp_method,
                 status = line.status,
-                duration_ms = self.started.elapsed().as_secs_f64() * 1e3,
+                duration_ms = otel::millis(self.started.elapsed()),
                 head_ms = line.head_ms,
                 upstream = line.upstream.as_deref().unwrap_or("-"),
                 client = %line.client,

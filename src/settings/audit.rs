@@ -198,6 +198,15 @@ impl AuditSettings {
         if self.queue == 0 {
             errors.push("audit.queue: must be at least 1".into());
         }
+        // The salt keys the hashes of sessions and principals in every event: a short one
+        // can be guessed, and then every hash reversed by trying the likely values.
+        if let Some(salt) = &self.salt {
+            if salt.expose().len() < MIN_SALT_BYTES {
+                errors.push(format!(
+                    "audit.salt: at least {MIN_SALT_BYTES} bytes (e.g. `openssl rand -hex 16`), or leave it out for a random salt per process"
+                ));
+            }
+        }
         match (&self.syslog, self.sink.contains(AuditSinkKind::Syslog)) {
             (None, true) => errors
                 .push("audit.syslog: required with the `syslog` sink (at least `address`)".into()),
@@ -218,6 +227,9 @@ impl AuditSettings {
         out
     }
 }
+
+/// Shortest `audit.salt` accepted.
+pub const MIN_SALT_BYTES: usize = 16;
 
 impl SyslogSettings {
     fn validate(&self, errors: &mut Vec<String>) {

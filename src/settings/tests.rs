@@ -380,3 +380,13 @@ fn routes_carry_mcp_or_plain_http_and_never_shadow_published_metadata() {
         "{all}"
     );
 }
+
+#[test]
+fn a_short_audit_salt_is_an_error() {
+    let short = load(&format!("{MINIMAL}audit: {{ salt: x }}\n")).unwrap_err();
+    assert!(
+        short.to_string().contains("audit.salt: at least 16 bytes"),
+        "{short}"
+    );
+    assert!(load(&format!("{MINIMAL}audit: {{ salt: 0123456789abcdef }}\n")).is_ok());
+}

@@ -214,6 +214,10 @@ fn report_summarises_audit_events_as_text_and_json() {
     let json: serde_json::Value = serde_json::from_str(&run(&["--format", "json"])).unwrap();
     assert_eq!(json["by_verdict"]["deny"], 1);
     assert_eq!(json["answers"]["decline"], 1);
+    assert_eq!(
+        json["time_to_answer_ms"]["p50"], 4000,
+        "labelled percentiles"
+    );
     let later: serde_json::Value = serde_json::from_str(&run(&[
         "--format",
         "json",

@@ -119,7 +119,7 @@ async fn planted_secrets_appear_in_no_output() {
     std::fs::write(
         &config,
         format!(
-            "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nlog: {{ format: json, level: debug }}\naudit: {{ sink: file, file: \"{}\", salt: test-salt }}\nroutes:\n  - name: demo\n    path: /mcp\n    upstream: \"{}\"\n  - name: modern\n    path: /modern\n    upstream: \"{}\"\n",
+            "listen: 127.0.0.1:0\nadmin_listen: 127.0.0.1:0\nlog: {{ format: json, level: debug }}\naudit: {{ sink: file, file: \"{}\", salt: test-salt-long-enough }}\nroutes:\n  - name: demo\n    path: /mcp\n    upstream: \"{}\"\n  - name: modern\n    path: /modern\n    upstream: \"{}\"\n",
             audit.display(),
             legacy.url("/mcp"),
             modern.url("/mcp"),
