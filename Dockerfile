@@ -3,8 +3,9 @@
 # non-root user on a minimal base (distroless: glibc, CA certificates, no shell, no package
 # manager). Build:   docker build --build-arg REVISION=$(git rev-parse HEAD) -t elicitgate:0.1.0 .
 # The orchestrator probes /healthz and /readyz on the admin port; no HEALTHCHECK here.
-# What the runtime stage assumes (uid 65532, config under /etc/elicitgate, a read-only root,
-# no shell) is exercised by tests/it/image_runtime.rs; the build command is the one .ci/run runs.
+# CI builds this file's runtime stage with podman on a locally assembled base and runs it
+# read-only as uid 65532 (.ci/image.sh: /healthz, a blocked elicitation, a drain on SIGTERM);
+# tests/it/image_runtime.rs proves the same assumptions without a container engine.
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src

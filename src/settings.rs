@@ -362,6 +362,21 @@ const TOP_LEVEL_KEYS: &[&str] = &[
     "policies",
 ];
 
+/// Names the environment variable behind an error about a key the file may not even have
+/// (`ELICITGATE__AUDIT__SALLT` is an unknown key `sallt`), so that the operator looks in the
+/// right place.
+fn blame_environment(error: String, overrides: &[String]) -> String {
+    let culprit = overrides.iter().find(|name| {
+        name.rsplit("__")
+            .next()
+            .is_some_and(|key| error.contains(&format!("`{}`", key.to_ascii_lowercase())))
+    });
+    match culprit {
+        Some(name) => format!("{error} (from the environment variable {name}, not the file)"),
+        None => error,
+    }
+}
+
 impl Settings {
     /// Loads `path` (YAML) with environment overrides and validates it.
     pub fn load(path: &Path) -> Result<Settings, ConfigErrors> {
@@ -375,7 +390,20 @@ impl Settings {
             )
             .build()
             .map_err(|e| ConfigErrors(vec![format!("{}: {e}", path.display())]))?;
-        Self::from_config(&source, path.parent().unwrap_or(Path::new(".")))
+        Self::from_config(&source, path.parent().unwrap_or(Path::new("."))).map_err(
+            |ConfigErrors(errors)| {
+                let overrides: Vec<String> = std::env::vars()
+                    .map(|(name, _)| name)
+                    .filter(|name| name.starts_with(&format!("{ENV_PREFIX}__")))
+                    .collect();
+                ConfigErrors(
+                    errors
+                        .into_iter()
+                        .map(|e| blame_environment(e, &overrides))
+                        .collect(),
+                )
+            },
+        )
     }
 
     /// Loads settings from a YAML string (tests and the demo); relative file paths resolve

@@ -210,6 +210,10 @@ def check_render(docs, config):
     if not by_kind.get("NetworkPolicy"):
         problems.append("no NetworkPolicy")
 
+    # What the configuration sends out must be let out: trace export and syslog audit go to
+    # ports the NetworkPolicy's egress must name (a policy that drops them fails silently).
+    problems += egress_problems(by_kind.get("NetworkPolicy", []), config)
+
     # Monitoring as shipped must fire: the alerts match `job="elicitgate"`, and the rules the
     # operator loads are deploy/prometheus/alerts.yml's.
     for monitor in by_kind.get("PodMonitor", []):
@@ -222,6 +226,37 @@ def check_render(docs, config):
         if rule["spec"].get("groups") != alert_groups():
             problems.append("PrometheusRule differs from deploy/prometheus/alerts.yml"
                             " (regenerate: validate.py prometheus-rule)")
+    return problems
+
+
+def _port(target, default):
+    """The port of `http(s)://host:port/…` or `host:port` (the scheme's default if none)."""
+    rest = target.split("://", 1)[-1].split("/", 1)[0]
+    if rest.rsplit(":", 1)[-1].isdigit() and not rest.endswith("]"):
+        return int(rest.rsplit(":", 1)[-1])
+    if target.startswith("https://"):
+        return 443
+    return default
+
+
+def egress_problems(policies, config):
+    needs = []
+    endpoint = (config.get("telemetry") or {}).get("endpoint")
+    if endpoint:
+        needs.append(("telemetry.endpoint (OTLP)", _port(str(endpoint), 4318)))
+    syslog = ((config.get("audit") or {}).get("syslog") or {}).get("address")
+    if syslog:
+        needs.append(("audit.syslog.address", _port(str(syslog), 514)))
+    problems = []
+    for policy in policies:
+        rules = policy["spec"].get("egress", [])
+        # A rule without `ports` lets every port out.
+        open_ports = {p.get("port") for r in rules for p in r.get("ports", [])}
+        if any("ports" not in r for r in rules):
+            continue
+        for what, port in needs:
+            if port not in open_ports:
+                problems.append(f"NetworkPolicy egress does not allow port {port} for {what}")
     return problems
 
 
@@ -338,8 +373,15 @@ def cmd_self_test(args):
             reason = str(getattr(e, "message", e)).splitlines()[0][:70]
             print(f"  ok    rejected: {what} ({reason})")
     # The monitoring checks of check_render: a PodMonitor without its job label, and rules
-    # that drifted from alerts.yml, must each be reported.
+    # that drifted from alerts.yml, must each be reported; so must trace export the
+    # NetworkPolicy would drop.
     config = yaml.safe_load(embedded_config(docs))
+    with_traces = dict(config, telemetry={"endpoint": "http://otel-collector.observability:4318"})
+    if egress_problems([d for d in docs if d["kind"] == "NetworkPolicy"], with_traces):
+        print("  ok    reported: trace export the NetworkPolicy drops")
+    else:
+        print("  FAIL  not reported: trace export the NetworkPolicy drops")
+        failed = True
     for what, change in (
         ("PodMonitor without jobLabel", lambda d: d["kind"] == "PodMonitor"
          and d["spec"].pop("jobLabel")),

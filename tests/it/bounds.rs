@@ -16,17 +16,6 @@ async fn read_all(stream: &mut TcpStream, ceiling: Duration) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
-async fn json_upstream() -> MockUpstream {
-    MockUpstream::start(|_| {
-        full(
-            StatusCode::OK,
-            "application/json",
-            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
-        )
-    })
-    .await
-}
-
 fn head(length: usize) -> String {
     format!(
         "POST /mcp HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\naccept: application/json, text/event-stream\r\ncontent-length: {length}\r\n\r\n"

@@ -364,3 +364,19 @@ fn test_runs_policy_cases_and_reports_every_mismatch() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("allow or deny"), "{err}");
 }
+
+/// A mistyped `ELICITGATE__…` variable is named as the culprit, not blamed on the file.
+#[test]
+fn an_unknown_key_from_the_environment_names_the_variable() {
+    let out = Command::new(BIN)
+        .args(["check-config", "--config", &config()])
+        .env("ELICITGATE__AUDIT__SALLT", "0123456789abcdef")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("sallt") && err.contains("environment variable ELICITGATE__AUDIT__SALLT"),
+        "{err}"
+    );
+}

@@ -4,11 +4,10 @@
 //! being called and the policy that judged. Every access-log line has a request id.
 
 use crate::common::scripted::*;
+use crate::common::serve::Served;
 use crate::common::*;
 use serde_json::{json, Value};
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 #[tokio::test]
 async fn a_block_is_one_id_from_the_client_to_the_audit_to_the_access_log() {
@@ -45,28 +44,8 @@ async fn a_block_is_one_id_from_the_client_to_the_audit_to_the_access_log() {
         ),
     )
     .unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_elicitgate"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let addr = tokio::time::timeout(Duration::from_secs(30), async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if let Some(a) = v["fields"]["addr"].as_str() {
-                    return a.to_owned();
-                }
-            }
-        }
-        panic!("the gateway did not start");
-    })
-    .await
-    .unwrap();
+    let served = Served::start(&config).await;
+    let addr = served.addr.clone();
 
     // Legacy: the password form is blocked; the server is answered with the event's id.
     let url = format!("http://{addr}/mcp");
@@ -100,14 +79,7 @@ async fn a_block_is_one_id_from_the_client_to_the_audit_to_the_access_log() {
         "{message}"
     );
 
-    std::process::Command::new("kill")
-        .args(["-TERM", &child.id().unwrap().to_string()])
-        .status()
-        .unwrap();
-    let mut rest = String::new();
-    let mut stderr = lines.into_inner();
-    let _ = tokio::time::timeout(Duration::from_secs(30), stderr.read_to_string(&mut rest)).await;
-    let _ = child.wait().await;
+    let rest = served.stop().await.stderr;
     let access: Vec<Value> = rest
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())

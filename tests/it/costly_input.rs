@@ -88,17 +88,6 @@ async fn an_answer_too_long_for_its_patterns_budget_fails_closed() {
     gw.shutdown().await;
 }
 
-async fn json_upstream() -> MockUpstream {
-    MockUpstream::start(|_| {
-        full(
-            StatusCode::OK,
-            "application/json",
-            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
-        )
-    })
-    .await
-}
-
 #[tokio::test]
 async fn http2_streams_are_capped_and_a_rapid_reset_peer_gets_goaway() {
     // HTTP/2 is served over TLS (ALPN), as MCP clients use it.

@@ -16,17 +16,6 @@ use tokio::net::{TcpListener, TcpStream};
 /// Generous: every bound under test here is 1 s or less.
 const CEILING: Duration = Duration::from_secs(15);
 
-async fn json_upstream() -> MockUpstream {
-    MockUpstream::start(|_| {
-        full(
-            StatusCode::OK,
-            "application/json",
-            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
-        )
-    })
-    .await
-}
-
 /// Reads until the gateway closes the connection; what it sent, or `None` when it is still
 /// open at the ceiling.
 async fn until_closed<S: tokio::io::AsyncRead + Unpin>(stream: &mut S) -> Option<String> {

@@ -8,6 +8,7 @@
 //! percent-encoded.
 
 use crate::common::scripted::*;
+use crate::common::serve::Served;
 use crate::common::*;
 use elicitgate_core::inspect::examples::{DetectorExample, DETECTOR_EXAMPLES};
 use http::StatusCode;
@@ -137,13 +138,6 @@ async fn modern_upstream() -> MockUpstream {
     .await
 }
 
-/// The gateway's child process, with its stdout and stderr read to the end in the background.
-struct Child {
-    child: tokio::process::Child,
-    stdout: tokio::task::JoinHandle<String>,
-    stderr: tokio::task::JoinHandle<String>,
-}
-
 async fn read_to_end<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
     r: R,
 ) -> tokio::task::JoinHandle<String> {
@@ -153,34 +147,6 @@ async fn read_to_end<R: tokio::io::AsyncRead + Unpin + Send + 'static>(
         let _ = r.read_to_string(&mut s).await;
         s
     })
-}
-
-/// Reads one line of the gateway's JSON log on stderr after another until it names both
-/// addresses; returns them and the lines read.
-async fn addresses(
-    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStderr>>,
-) -> (String, String, String) {
-    let mut seen = String::new();
-    let found = tokio::time::timeout(CEILING, async {
-        while let Ok(Some(line)) = lines.next_line().await {
-            seen.push_str(&line);
-            seen.push('\n');
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if let (Some(a), Some(b)) = (
-                    v["fields"]["addr"].as_str(),
-                    v["fields"]["admin_addr"].as_str(),
-                ) {
-                    return Some((a.to_owned(), b.to_owned()));
-                }
-            }
-        }
-        None
-    })
-    .await
-    .ok()
-    .flatten()
-    .unwrap_or_else(|| panic!("the gateway did not start:\n{seen}"));
-    (found.0, found.1, seen)
 }
 
 /// Runs `elicitgate report` on `audit`, as text and as JSON.
@@ -291,31 +257,8 @@ async fn no_detectors_finding_is_written_raw_over_http() {
         ),
     )
     .unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_elicitgate"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let stdout = read_to_end(child.stdout.take().unwrap()).await;
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let (addr, admin, first_logs) = addresses(&mut lines).await;
-    let stderr = tokio::spawn(async move {
-        let mut rest = first_logs;
-        while let Ok(Some(line)) = lines.next_line().await {
-            rest.push_str(&line);
-            rest.push('\n');
-        }
-        rest
-    });
-    let mut child = Child {
-        child,
-        stdout,
-        stderr,
-    };
+    let served = Served::start(&config).await;
+    let (addr, admin) = (served.addr.clone(), served.admin.clone());
 
     // Every body the gateway answers the client with.
     let mut bodies = String::new();
@@ -372,18 +315,8 @@ async fn no_detectors_finding_is_written_raw_over_http() {
 
     let metrics_text = metrics(admin.parse().unwrap()).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let pid = child.child.id().unwrap().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    let status = tokio::time::timeout(CEILING, child.child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success(), "gateway exit: {status}");
-    let stdout_text = child.stdout.await.unwrap();
-    let stderr_text = child.stderr.await.unwrap();
+    let output = served.stop().await;
+    let (stdout_text, stderr_text) = (output.stdout, output.stderr);
     let audit_text = std::fs::read_to_string(&audit).unwrap();
     let syslog_text = syslog.lock().unwrap().clone();
     let (otlp_bytes, otlp_paths) = exported.lock().unwrap().clone();

@@ -5,13 +5,11 @@
 //! `/metrics` must contain none of the planted values.
 
 use crate::common::scripted::*;
+use crate::common::serve::Served;
 use crate::common::*;
 use http::StatusCode;
 use serde_json::{json, Value};
-use std::process::Stdio;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, BufReader};
 
 const PASSWORD: &str = "Pl4nted-Passw0rd!";
 const EMAIL: &str = "planted.victim@example.org";
@@ -126,54 +124,8 @@ async fn planted_secrets_appear_in_no_output() {
         ),
     )
     .unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_elicitgate"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdout = child.stdout.take().unwrap();
-    let stdout_text = Arc::new(Mutex::new(String::new()));
-    let out = stdout_text.clone();
-    let stdout_task = tokio::spawn(async move {
-        let mut s = String::new();
-        let _ = stdout.read_to_string(&mut s).await;
-        out.lock().unwrap().push_str(&s);
-    });
-    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut stderr_text = String::new();
-    let (addr, admin) = tokio::time::timeout(Duration::from_secs(30), async {
-        loop {
-            let line = stderr
-                .next_line()
-                .await
-                .unwrap()
-                .expect("gateway exited early");
-            stderr_text.push_str(&line);
-            stderr_text.push('\n');
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                if let (Some(a), Some(b)) = (
-                    v["fields"]["addr"].as_str(),
-                    v["fields"]["admin_addr"].as_str(),
-                ) {
-                    return (a.to_owned(), b.to_owned());
-                }
-            }
-        }
-    })
-    .await
-    .expect("gateway did not start");
-    let stderr_task = tokio::spawn(async move {
-        let mut rest = String::new();
-        while let Ok(Some(line)) = stderr.next_line().await {
-            rest.push_str(&line);
-            rest.push('\n');
-        }
-        rest
-    });
+    let served = Served::start(&config).await;
+    let (addr, admin) = (served.addr.clone(), served.admin.clone());
 
     // Legacy session, with secret-bearing headers on every request.
     let url = format!("http://{addr}/mcp");
@@ -237,18 +189,8 @@ async fn planted_secrets_appear_in_no_output() {
     let metrics_text = metrics(admin.parse().unwrap()).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     // SIGTERM: the gateway drains and exits, flushing everything.
-    let pid = child.id().unwrap().to_string();
-    std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
-        .await
-        .unwrap()
-        .unwrap();
-    assert!(status.success(), "gateway exit: {status}");
-    stdout_task.await.unwrap();
-    stderr_text.push_str(&stderr_task.await.unwrap());
+    let output = served.stop().await;
+    let (stdout_text, stderr_text) = (output.stdout, output.stderr);
     let audit_text = std::fs::read_to_string(&audit).unwrap();
 
     // The run did what it should (so the absence of secrets means something).
@@ -264,7 +206,7 @@ async fn planted_secrets_appear_in_no_output() {
             || stderr_text.contains("elicitgate listening")
     );
     for (name, text) in [
-        ("stdout", stdout_text.lock().unwrap().clone()),
+        ("stdout", stdout_text.clone()),
         ("stderr", stderr_text.clone()),
         ("audit file", audit_text.clone()),
         ("/metrics", metrics_text.clone()),

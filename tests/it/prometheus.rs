@@ -273,7 +273,16 @@ async fn dashboard_and_alerts_query_only_exported_metrics() {
         let body = std::fs::read_to_string(repo(file)).unwrap();
         if file.ends_with(".json") {
             let dash: Value = serde_json::from_str(&body).unwrap();
-            assert!(dash["panels"].as_array().unwrap().len() >= 8);
+            let panels = dash["panels"].as_array().unwrap();
+            assert!(panels.len() >= 8);
+            // Every query follows the dashboard's namespace and instance filters.
+            for target in panels.iter().flat_map(|p| p["targets"].as_array().unwrap()) {
+                let expr = target["expr"].as_str().unwrap();
+                assert!(
+                    expr.contains(r#"namespace=~"$namespace",instance=~"$instance""#),
+                    "{expr} ignores the namespace and instance filters"
+                );
+            }
         }
         for m in re.find_iter(&body) {
             assert!(
@@ -324,5 +333,39 @@ mod reqwest_lite {
                 .await
                 .unwrap_or_else(|| panic!("GET {url} failed"))
         }
+    }
+}
+
+/// Every shipped alert links a runbook section that exists, and every runbook section is an
+/// alert's: an alert cannot ship without telling on-call what to do.
+#[test]
+fn every_alert_has_a_runbook() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let alerts = std::fs::read_to_string(root.join("deploy/prometheus/alerts.yml")).unwrap();
+    let runbooks = std::fs::read_to_string(root.join("docs/runbooks.md")).unwrap();
+    let names: Vec<&str> = alerts
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("- alert: "))
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    let sections: Vec<&str> = runbooks
+        .lines()
+        .filter_map(|l| l.strip_prefix("## "))
+        .collect();
+    for name in &names {
+        assert!(
+            alerts.contains(&format!(
+                "runbook_url: \"docs/runbooks.md#{}\"",
+                name.to_lowercase()
+            )),
+            "{name} has no runbook_url"
+        );
+        assert!(
+            sections.contains(name),
+            "docs/runbooks.md has no section {name}"
+        );
+    }
+    for section in &sections {
+        assert!(names.contains(section), "runbook {section} is no alert's");
     }
 }

@@ -6,6 +6,7 @@
 pub mod peers;
 pub mod redis;
 pub mod scripted;
+pub mod serve;
 
 use bytes::Bytes;
 use elicitgate::settings::Settings;
@@ -132,6 +133,18 @@ impl MockUpstream {
     pub fn requests(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
+}
+
+/// An upstream that answers every request with an empty JSON-RPC result for id 1.
+pub async fn json_upstream() -> MockUpstream {
+    MockUpstream::start(|_| {
+        full(
+            StatusCode::OK,
+            "application/json",
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        )
+    })
+    .await
 }
 
 /// A complete response body.
