@@ -112,21 +112,13 @@ HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
 EOF
 python3 "$work/upstream.py" "$up_port" "$work/answers.jsonl" &
 upstream_pid=$!
-mkdir -p "$work/etc"
-cat > "$work/etc/elicitgate.yaml" <<EOF
-listen: "127.0.0.1:$gw_port"
-admin_listen: "127.0.0.1:$admin_port"
-log: { format: json }
-audit: { sink: stdout }
-timeouts: { shutdown_grace: 10s }
-routes:
-  - name: mcp
-    path: /mcp
-    upstream: "http://127.0.0.1:$up_port/mcp"
-EOF
-chmod -R a+rX "$work/etc"
+# The image's own default configuration, pointed at this host's ports from the environment
+# (a list entry overridden by index, as users do).
 podman run -d --name "$name" --read-only --network host \
-  -v "$work/etc:/etc/elicitgate:ro" localhost/elicitgate:ci >/dev/null
+  -e "ELICITGATE__LISTEN=127.0.0.1:$gw_port" -e "ELICITGATE__ADMIN_LISTEN=127.0.0.1:$admin_port" \
+  -e "ELICITGATE__TIMEOUTS__SHUTDOWN_GRACE=10s" \
+  -e "ELICITGATE__ROUTES__0__UPSTREAM=http://127.0.0.1:$up_port/mcp" \
+  localhost/elicitgate:ci >/dev/null
 for _ in $(seq 1 100); do
   curl -fsS "http://127.0.0.1:$admin_port/healthz" >/dev/null 2>&1 && break
   sleep 0.1

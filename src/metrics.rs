@@ -5,6 +5,9 @@
 //! closed sets (route names are operator-defined and bounded by the config; methods and
 //! reasons are `&'static str` from enums), never from message content.
 
+#[cfg(target_os = "linux")]
+mod process;
+
 use prometheus::{
     Encoder, Gauge, GaugeVec, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge,
     IntGaugeVec, Opts, Registry, TextEncoder,
@@ -148,7 +151,7 @@ fn process_registry() -> Registry {
     let registry = Registry::new();
     #[cfg(target_os = "linux")]
     {
-        let collector = prometheus::process_collector::ProcessCollector::for_self();
+        let collector = process::ProcessMetrics::for_self();
         if let Err(e) = registry.register(Box::new(collector)) {
             tracing::warn!(error = %e, "Process metrics unavailable.");
         }

@@ -6,6 +6,7 @@
 //! so an operator fixes a file in one pass. Nothing here runs on the request path.
 
 mod audit;
+mod environment;
 mod scale;
 
 pub use audit::*;
@@ -380,26 +381,40 @@ fn blame_environment(error: String, overrides: &[String]) -> String {
 impl Settings {
     /// Loads `path` (YAML) with environment overrides and validates it.
     pub fn load(path: &Path) -> Result<Settings, ConfigErrors> {
-        let source = config::Config::builder()
+        Self::load_with(path, std::env::vars().collect())
+    }
+
+    /// [`Settings::load`] with the environment given as `(name, value)` pairs.
+    pub fn load_with(path: &Path, vars: Vec<(String, String)>) -> Result<Settings, ConfigErrors> {
+        let names: Vec<String> = vars
+            .iter()
+            .map(|(name, _)| name.clone())
+            .filter(|name| name.starts_with(&format!("{ENV_PREFIX}__")))
+            .collect();
+        let env = environment::split(ENV_PREFIX, vars);
+        let mut builder = config::Config::builder()
             .add_source(config::File::from(path).format(config::FileFormat::Yaml))
             .add_source(
                 config::Environment::with_prefix(ENV_PREFIX)
                     .prefix_separator("__")
                     .separator("__")
-                    .try_parsing(true),
-            )
+                    .try_parsing(true)
+                    .source(Some(env.plain.into_iter().collect())),
+            );
+        for (key, value) in env.indexed {
+            builder = builder
+                .set_override(key.as_str(), value)
+                .map_err(|e| ConfigErrors(vec![format!("environment override `{key}`: {e}")]))?;
+        }
+        let source = builder
             .build()
             .map_err(|e| ConfigErrors(vec![format!("{}: {e}", path.display())]))?;
         Self::from_config(&source, path.parent().unwrap_or(Path::new("."))).map_err(
             |ConfigErrors(errors)| {
-                let overrides: Vec<String> = std::env::vars()
-                    .map(|(name, _)| name)
-                    .filter(|name| name.starts_with(&format!("{ENV_PREFIX}__")))
-                    .collect();
                 ConfigErrors(
                     errors
                         .into_iter()
-                        .map(|e| blame_environment(e, &overrides))
+                        .map(|e| blame_environment(e, &names))
                         .collect(),
                 )
             },

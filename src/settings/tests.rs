@@ -390,3 +390,55 @@ fn a_short_audit_salt_is_an_error() {
     );
     assert!(load(&format!("{MINIMAL}audit: {{ salt: 0123456789abcdef }}\n")).is_ok());
 }
+
+fn env(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn list_entries_are_overridden_and_added_from_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("elicitgate.yaml");
+    std::fs::write(&file, MINIMAL).unwrap();
+    let s = Settings::load_with(
+        &file,
+        env(&[
+            (
+                "ELICITGATE__ROUTES__0__UPSTREAM",
+                "http://10.0.0.7:3000/mcp",
+            ),
+            ("ELICITGATE__ROUTES__1__NAME", "second"),
+            ("ELICITGATE__ROUTES__1__PATH", "/second"),
+            (
+                "ELICITGATE__ROUTES__1__UPSTREAM",
+                "http://10.0.0.8:3000/mcp",
+            ),
+            ("ELICITGATE__LIMITS__MAX_CONNECTIONS", "77"),
+        ]),
+    )
+    .unwrap();
+    assert_eq!(s.routes[0].name, "demo");
+    assert_eq!(s.routes[0].upstream.to_string(), "http://10.0.0.7:3000/mcp");
+    assert_eq!(s.routes[1].name, "second");
+    assert_eq!(s.routes[1].upstream.to_string(), "http://10.0.0.8:3000/mcp");
+    assert_eq!(s.limits.max_connections, 77);
+}
+
+#[test]
+fn a_mistyped_list_entry_override_is_blamed_on_its_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("elicitgate.yaml");
+    std::fs::write(&file, MINIMAL).unwrap();
+    let ConfigErrors(errors) = Settings::load_with(
+        &file,
+        env(&[("ELICITGATE__ROUTES__0__UPSTRAEM", "http://10.0.0.7/mcp")]),
+    )
+    .unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert!(
+        errors[0].contains("ELICITGATE__ROUTES__0__UPSTRAEM"),
+        "{errors:?}"
+    );
+}
