@@ -346,7 +346,8 @@ pub struct Settings {
 /// More worker threads than this is a configuration mistake, not a machine.
 const MAX_WORKERS: usize = 1024;
 
-const TOP_LEVEL_KEYS: &[&str] = &[
+/// The keys the file may have at its top level.
+pub const TOP_LEVEL_KEYS: &[&str] = &[
     "public_url",
     "listen",
     "admin_listen",
@@ -585,8 +586,18 @@ impl Settings {
         if self.limits.max_connections == 0 {
             errors.push("limits.max_connections: must be at least 1".into());
         }
-        if self.limits.max_request_body.as_u64() == 0 || self.limits.max_sse_event.as_u64() == 0 {
-            errors.push("limits: sizes must be greater than zero".into());
+        let l = &self.limits;
+        for (name, value) in [
+            ("max_request_body", l.max_request_body.as_u64()),
+            ("max_sse_event", l.max_sse_event.as_u64()),
+            ("max_response_body", l.max_response_body.as_u64()),
+            ("max_pending_bytes", l.max_pending_bytes.as_u64()),
+            ("max_sessions", l.max_sessions as u64),
+            ("max_pending", l.max_pending as u64),
+        ] {
+            if value == 0 {
+                errors.push(format!("limits.{name}: must be greater than zero"));
+            }
         }
         if self.limits.max_streams_per_connection == 0 {
             errors.push("limits.max_streams_per_connection: must be greater than zero".into());

@@ -4,7 +4,7 @@
 //! and whether the server must be told too. It carries no status code and no transport
 //! framing: the HTTP carrier (`proxy::respond::refusal`) and the stdio carrier
 //! (`stdio::refusal_line`) each map every kind in one place, and `tests/it/refusals.rs` checks
-//! both against the README's table.
+//! both against the table in docs/security-model.md.
 //!
 //! Owns every JSON-RPC error the gateway writes in place of something: refusals to clients
 //! ([`Refusal::error`]), the error that replaces blocked content in a stream
@@ -195,7 +195,7 @@ impl Refusal {
         self.error().response(self.id.as_id())
     }
 
-    /// The bounded name of the kind, as the README's table lists it.
+    /// The bounded name of the kind, as docs/security-model.md's table lists it.
     pub fn label(&self) -> &'static str {
         match &self.kind {
             RefusalKind::Unreadable { .. } => "unreadable",

@@ -2,7 +2,7 @@
 //! ([`GatewayError`]), refusals ([`Refusal`], decided by enforcement, carrier-neutral) and
 //! missing identity. Each carries a JSON-RPC error body (the one
 //! [`elicitgate_core::mcp::jsonrpc::ErrorObject`] type) for the client's request id when it is
-//! known; this module adds only the HTTP status ([`refusal_status`]: the README's
+//! known; this module adds only the HTTP status ([`refusal_status`]: docs/security-model.md's
 //! "Refusals on the wire" table).
 
 use super::body::ResponseBody;

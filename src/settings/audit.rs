@@ -198,6 +198,14 @@ impl AuditSettings {
         if self.queue == 0 {
             errors.push("audit.queue: must be at least 1".into());
         }
+        if self.max_file_size.as_u64() < MIN_FILE_SIZE {
+            errors.push(format!(
+                "audit.max_file_size: at least {MIN_FILE_SIZE} bytes (one event fits)"
+            ));
+        }
+        if self.keep_files > MAX_KEEP_FILES {
+            errors.push(format!("audit.keep_files: at most {MAX_KEEP_FILES}"));
+        }
         // The salt keys the hashes of sessions and principals in every event: a short one
         // can be guessed, and then every hash reversed by trying the likely values.
         if let Some(salt) = &self.salt {
@@ -230,6 +238,13 @@ impl AuditSettings {
 
 /// Shortest `audit.salt` accepted.
 pub const MIN_SALT_BYTES: usize = 16;
+
+/// A rotated file smaller than one audit event would rotate on every event.
+const MIN_FILE_SIZE: u64 = 64 * 1024;
+
+/// Rotated files are renamed one by one on every rotation: more than this is a retention
+/// policy for logrotate or the SIEM, not for the gateway.
+const MAX_KEEP_FILES: u32 = 1000;
 
 impl SyslogSettings {
     fn validate(&self, errors: &mut Vec<String>) {

@@ -1,4 +1,4 @@
-//! The README's bounds table stays true: every test a row names exists where it says, so a
+//! The bounds table of docs/configuration.md stays true: every test a row names exists where it says, so a
 //! row cannot promise what no test reaches, and a renamed or removed test is noticed.
 
 use std::path::{Path, PathBuf};
@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The `Tests` cell of every row of the "Bounds" table, split into test paths.
-fn named_tests(readme: &str) -> Vec<(String, Vec<String>)> {
-    let section = readme
-        .split("### Bounds: what a peer sees when it reaches one")
+fn named_tests(doc: &str) -> Vec<(String, Vec<String>)> {
+    let section = doc
+        .split("## Bounds: what a peer sees when it reaches one")
         .nth(1)
-        .expect("the README has a bounds table");
-    let table = section.split("\n### ").next().unwrap_or(section);
+        .expect("docs/configuration.md has a bounds table");
+    let table = section.split("\n## ").next().unwrap_or(section);
     table
         .lines()
         .filter(|l| l.starts_with("| ") && !l.starts_with("| Resource") && !l.starts_with("|---"))
@@ -71,8 +71,8 @@ fn exists(test: &str) -> bool {
 
 #[test]
 fn every_row_of_the_bounds_table_names_tests_that_exist() {
-    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
-    let rows = named_tests(&readme);
+    let doc = std::fs::read_to_string(Path::new(ROOT).join("docs/configuration.md")).unwrap();
+    let rows = named_tests(&doc);
     assert!(rows.len() >= 20, "the table was not read: {rows:?}");
     let mut wrong = Vec::new();
     for (resource, tests) in &rows {

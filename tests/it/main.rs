@@ -15,6 +15,7 @@ mod costly_input;
 mod deadlines;
 mod detector_leaks;
 mod differential;
+mod docs;
 mod enforcement;
 mod hot_reload;
 mod identity;

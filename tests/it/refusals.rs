@@ -1,5 +1,5 @@
-//! Every refusal kind rendered on every carrier (HTTP and stdio), checked against the README's
-//! "Refusals on the wire" table: status, JSON-RPC code, the id answered, and the same body on
+//! Every refusal kind rendered on every carrier (HTTP and stdio), checked against the table in
+//! docs/security-model.md "Refusals on the wire": status, JSON-RPC code, the id answered, and the same body on
 //! both carriers. A kind added to enforcement without a row (or a row without a kind) fails.
 
 use elicitgate::enforce::{Refusal, SessionRefusal};
@@ -10,7 +10,7 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// One row of the README's table.
+/// One row of the security model's table.
 #[derive(Debug)]
 struct Row {
     /// Status when the refusal answers an id.
@@ -21,14 +21,17 @@ struct Row {
     data: Vec<String>,
 }
 
-fn readme_table() -> BTreeMap<String, Row> {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let start = readme
-        .find("### Refusals on the wire")
-        .expect("README has a \"Refusals on the wire\" section");
+fn documented_table() -> BTreeMap<String, Row> {
+    let doc = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/security-model.md"
+    ))
+    .unwrap();
+    let start = doc
+        .find("## Refusals on the wire")
+        .expect("docs/security-model.md has a \"Refusals on the wire\" section");
     let mut rows = BTreeMap::new();
-    for line in readme[start..]
+    for line in doc[start..]
         .lines()
         .skip_while(|l| !l.starts_with("| Kind"))
         .skip(2)
@@ -120,15 +123,15 @@ async fn http_form(refusal: &Refusal) -> (u16, String, Value) {
 }
 
 #[tokio::test]
-async fn every_refusal_kind_is_written_as_the_readme_says_on_every_carrier() {
-    let table = readme_table();
+async fn every_refusal_kind_is_written_as_documented_on_every_carrier() {
+    let table = documented_table();
     let mut seen = std::collections::BTreeSet::new();
     for refusal in every_kind() {
         let label = refusal.label();
         seen.insert(label);
         let row = table
             .get(label)
-            .unwrap_or_else(|| panic!("{label} has no row in the README's table"));
+            .unwrap_or_else(|| panic!("{label} has no row in the security model's table"));
 
         let (status, content_type, body) = http_form(&refusal).await;
         assert_eq!(status, row.status, "{label}: HTTP status");
@@ -161,13 +164,13 @@ async fn every_refusal_kind_is_written_as_the_readme_says_on_every_carrier() {
     let listed: std::collections::BTreeSet<&str> = table.keys().map(String::as_str).collect();
     assert_eq!(
         seen, listed,
-        "the README lists kinds the gateway does not have"
+        "the security model lists kinds the gateway does not have"
     );
 }
 
 #[tokio::test]
 async fn refusals_without_an_id_answer_null() {
-    let table = readme_table();
+    let table = documented_table();
     for refusal in [
         Refusal::unreadable(None::<&Value>, "jsonrpc.shape"),
         Refusal::server_content(None::<&Value>, &[RuleId::RequestMalformed], Some("media")),
