@@ -1,11 +1,12 @@
 //! Labelled corpus: the cases in `tests/corpus/*.jsonl`. Prints precision, recall and the
 //! false-positive rate of the deny decision per language, per concept and overall, and per
-//! rule: `cargo test --test corpus -- --nocapture`.
+//! rule: `cargo test --test it corpus:: -- --nocapture`.
 //!
 //! What must hold: every case of the curated regression files (`forms_*`, `protocol`,
 //! `schema`, `seeds`, `urls`) gets exactly its decision and rules; over the whole corpus the
-//! deny recall is at least 99 % and false positives at most 1 % of the allowed cases (issue
-//! 16's targets), and the corpus covers every language × concept with positives.
+//! deny recall is at least 99 % and false positives at most 1 % of the allowed cases (the
+//! targets docs/policy.md states), and the corpus covers every language × concept with
+//! positives.
 //!
 //! Case format (one JSON object per line):
 //! `{"id", "lang", "concept"?, "input": <params | JSON-RPC message>, "expect": "allow"|"deny",

@@ -46,7 +46,9 @@ pub(crate) fn check_form(
     let Some(props) = schema::properties(schema) else {
         return;
     };
-    let mut free_input = false;
+    // What the form's inputs can hold: its message and title taint only inputs that can
+    // take what they name ("Thanks for changing your password — rate us" asks for a number).
+    let mut room = Room::default();
     for (name, prop) in props {
         if !allow.is_empty() && allow.contains(&text::fold(&text::nfkc(name))) {
             continue;
@@ -80,9 +82,11 @@ pub(crate) fn check_form(
         // The form's own texts are instructions for its inputs; when every input is a
         // property of a secret (`key_title`, `min_password_length`), they name the secret as
         // the topic ("Add an SSH key to your profile"), not as something to type.
-        free_input |= check_field(name, prop, kind, message, lexicon, &loc(), hits);
+        if check_field(name, prop, kind, message, lexicon, &loc(), hits) {
+            room.add(Holds::of(prop, kind));
+        }
     }
-    if !free_input {
+    if room.is_empty() {
         return;
     }
     for (kw, role) in [("title", Role::Label), ("description", Role::Prose)] {
@@ -90,6 +94,7 @@ pub(crate) fn check_form(
             .get(kw)
             .and_then(Value::as_str)
             .and_then(|t| lexicon.scan(t, role))
+            .filter(|m| room.fits(m.category))
         {
             hits.add(
                 RuleId::FormSecret,
@@ -98,8 +103,60 @@ pub(crate) fn check_form(
             );
         }
     }
-    if let Some(m) = message.and_then(|m| lexicon.scan(m, Role::Prose)) {
+    if let Some(m) = message
+        .and_then(|m| lexicon.scan(m, Role::Prose))
+        .filter(|m| room.fits(m.category))
+    {
         hits.add(RuleId::FormSecret, "message", m.detector);
+    }
+}
+
+/// What one free input can hold, from its `type` and `format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Holds {
+    /// A string: any secret.
+    Text,
+    /// `type: number|integer`: digits only ([`numeric_concept`]).
+    Number,
+    /// `format: date|date-time|time`: a date, so at most a card's expiry.
+    Date,
+}
+
+impl Holds {
+    fn of(prop: &Value, kind: schema::PropKind) -> Holds {
+        if matches!(kind, schema::PropKind::Number { .. }) {
+            return Holds::Number;
+        }
+        match prop.get("format").and_then(Value::as_str) {
+            Some("date" | "date-time" | "time") => Holds::Date,
+            _ => Holds::Text,
+        }
+    }
+
+    fn fits(self, c: Category) -> bool {
+        match self {
+            Holds::Text => true,
+            Holds::Number => numeric_concept(c),
+            Holds::Date => c == Category::CardExpiry,
+        }
+    }
+}
+
+/// The inputs of one form, by what they can hold.
+#[derive(Debug, Default)]
+struct Room(Vec<Holds>);
+
+impl Room {
+    fn add(&mut self, h: Holds) {
+        if !self.0.contains(&h) {
+            self.0.push(h);
+        }
+    }
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    fn fits(&self, c: Category) -> bool {
+        self.0.iter().any(|h| h.fits(c))
     }
 }
 
@@ -168,7 +225,7 @@ fn check_field(
         // property of a secret, whatever its other texts say about the secret.
         return false;
     }
-    let numeric = matches!(kind, schema::PropKind::Number { .. });
+    let holds = Holds::of(prop, kind);
     // The field's texts and the form's message: where a benign sense may be named ("Drop a
     // pin on the map" above a field titled "Label for the pin").
     let texts: Vec<&str> = [Some(name), title, description, message]
@@ -176,10 +233,7 @@ fn check_field(
         .flatten()
         .collect();
     let report = |at: String, m: Option<crate::lexicon::Match<'_>>, hits: &mut Hits| match m {
-        Some(m)
-            if !lexicon.benign_sense(m.term, &texts)
-                && (!numeric || numeric_concept(m.category)) =>
-        {
+        Some(m) if !lexicon.benign_sense(m.term, &texts) && holds.fits(m.category) => {
             hits.add(RuleId::FormSecret, at, m.detector);
             true
         }
