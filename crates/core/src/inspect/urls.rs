@@ -514,6 +514,12 @@ fn check_host(raw: &str, url: &Url, policy: &UrlPolicy, hits: &mut Hits) {
                     hits.add(RuleId::UrlHost, "url.host", "host.non_ascii");
                 }
             }
+            if !policy.protected_hosts.is_empty() {
+                let (unicode, _) = idna::domain_to_unicode(&name);
+                if lookalike::imitated(&name, &unicode, &policy.protected_hosts).is_some() {
+                    hits.add(RuleId::UrlHost, "url.host", "host.lookalike");
+                }
+            }
         }
     }
     if policy.denied_hosts.matches(&name) {
@@ -570,6 +576,8 @@ pub(crate) fn check_url(raw: &str, policy: &UrlPolicy, hits: &mut Hits) {
         scan.fragment(f);
     }
 }
+
+mod lookalike;
 
 #[cfg(test)]
 mod tests;

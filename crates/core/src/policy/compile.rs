@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::hosts::{HostPattern, HostSet};
+use super::hosts::{normalise_host, HostPattern, HostSet};
 use super::model::{OnBlock, RawPolicy};
 use super::{FormPolicy, KillSwitch, Policy, UrlPolicy};
 use crate::lexicon::SecretLexicon;
@@ -234,6 +234,30 @@ pub fn compile_policy(
             ));
         }
     }
+    let protected_hosts: Vec<String> = match &url_raw.protected_hosts {
+        None => super::hosts::DEFAULT_PROTECTED_HOSTS
+            .iter()
+            .map(|h| h.to_string())
+            .collect(),
+        Some(list) => list
+            .iter()
+            .enumerate()
+            .filter_map(|(i, h)| {
+                let host = normalise_host(h);
+                let ok = host.contains('.')
+                    && host.len() <= 253
+                    && host
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+                if !ok {
+                    errors.push(format!(
+                        "{upath}.protected_hosts[{i}]: `{h}` is not a domain name (`paypal.com`)"
+                    ));
+                }
+                ok.then_some(host)
+            })
+            .collect(),
+    };
     let allow_ip_literals = url_raw.allow_ip_literals.unwrap_or(false);
     if allow_ip_literals {
         warnings.push(format!(
@@ -314,6 +338,7 @@ pub fn compile_policy(
             denied_hosts,
             allow_ip_literals,
             extra_sensitive_params,
+            protected_hosts,
         },
         repeat_window,
         rate_max_per_minute,

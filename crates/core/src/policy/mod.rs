@@ -76,6 +76,8 @@ pub struct UrlPolicy {
     pub allow_ip_literals: bool,
     /// Extra sensitive parameter names, normalised (lower case, no `-`, `_`, `.`).
     pub extra_sensitive_params: HashSet<String>,
+    /// Domains whose look-alikes fail `url.host`, lower case.
+    pub protected_hosts: Vec<String>,
 }
 
 /// A compiled, immutable policy.

@@ -322,6 +322,9 @@ section! {
         /// Query/fragment parameter names whose non-empty value fails `url.pii`, in
         /// addition to the built-in list (matched case-insensitively, ignoring `-`, `_`, `.`).
         extra_sensitive_params: Vec<String>,
+        /// Domains whose look-alikes fail `url.host` (`host.lookalike`); default: the most
+        /// impersonated brands; `[]` turns the check off.
+        protected_hosts: Vec<String>,
     }
 }
 

@@ -64,6 +64,7 @@ fn lay_url(base: &Option<RawUrl>, over: &Option<RawUrl>) -> Option<RawUrl> {
             .extra_sensitive_params
             .clone()
             .or(base.extra_sensitive_params),
+        protected_hosts: over.protected_hosts.clone().or(base.protected_hosts),
     })
 }
 

@@ -1,0 +1,151 @@
+//! Look-alikes of protected hosts (`url.host`, detector `host.lookalike`).
+//!
+//! Owns deciding whether a host imitates one of the policy's protected domains
+//! (`url.protected_hosts`, by default `policy::hosts::DEFAULT_PROTECTED_HOSTS`, the most
+//! impersonated brands) without being it. Each
+//! label of the host, and each hyphen-separated part of a label, is compared with each
+//! protected domain's name label (`paypal` of `paypal.com`):
+//! - by its Unicode confusable skeleton (UTS #39, `unicode-security`) folded for the ASCII
+//!   swaps phishing uses (`0`→`o`, `1`/`i`→`l`, `3`→`e`, `4`/`@`→`a`, `5`→`s`, `7`→`t`, `8`→`b`,
+//!   `rn`→`m`, `vv`→`w`, `cl`→`d`): `paypa1`, `g00gle`, `arnazon`, `micros0ft`;
+//! - by edit distance (Damerau–Levenshtein, `strsim`) 1 on that fold, for names of six or
+//!   more letters: `gooogle`, `amazom`, `facebok`.
+//!
+//! A part spelled exactly as the brand is not a look-alike (`github.example.com` is a company's
+//! GitHub Enterprise, `paypal.de` is PayPal); the brand's own domain and its subdomains never
+//! are. Work: a few labels × the list, each comparison bounded by the label length (≤ 63).
+
+/// The protected domain `host` imitates, if any. `host` is lower case, without a trailing dot;
+/// `unicode` is its decoded form when it had punycode labels (else `host` itself).
+pub(crate) fn imitated<'a>(host: &str, unicode: &str, protected: &'a [String]) -> Option<&'a str> {
+    if protected.iter().any(|d| {
+        host == d
+            || host
+                .strip_suffix(d.as_str())
+                .is_some_and(|h| h.ends_with('.'))
+    }) {
+        return None;
+    }
+    let labels: Vec<&str> = unicode.split('.').collect();
+    // The last label is the TLD: `paypal.c0m` imitates nothing a user reads as the name.
+    let names = &labels[..labels.len().saturating_sub(1)];
+    let parts: Vec<String> = names
+        .iter()
+        .flat_map(|l| std::iter::once(*l).chain(l.split('-').filter(|p| p.len() != l.len())))
+        .filter(|p| p.len() >= 3)
+        .map(|p| p.to_string())
+        .collect();
+    for domain in protected {
+        let brand = domain.split('.').next().unwrap_or(domain);
+        let brand_fold = fold(brand);
+        for part in &parts {
+            if part == brand {
+                continue;
+            }
+            let f = fold(part);
+            if f == brand_fold
+                || (brand.len() >= 6 && strsim::damerau_levenshtein(&f, &brand_fold) == 1)
+            {
+                return Some(domain);
+            }
+        }
+    }
+    None
+}
+
+/// The confusable skeleton of `s`, lower case, with the ASCII swaps folded.
+fn fold(s: &str) -> String {
+    let skeleton: String = unicode_security::skeleton(s).collect();
+    let lower = skeleton.to_lowercase();
+    let mapped: String = lower
+        .chars()
+        .map(|c| match c {
+            '0' => 'o',
+            '1' | 'i' | '|' => 'l',
+            '3' => 'e',
+            '4' | '@' => 'a',
+            '5' | '$' => 's',
+            '7' => 't',
+            '8' => 'b',
+            c => c,
+        })
+        .collect();
+    mapped
+        .replace("rn", "m")
+        .replace("vv", "w")
+        .replace("cl", "d")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn list() -> Vec<String> {
+        crate::policy::hosts::DEFAULT_PROTECTED_HOSTS
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
+    fn judge(host: &str) -> Option<String> {
+        imitated(host, host, &list()).map(str::to_string)
+    }
+
+    #[test]
+    fn ascii_swaps_and_near_misses_imitate_their_brand() {
+        for (host, brand) in [
+            ("paypa1.com", "paypal.com"),
+            ("paypai-secure.net", "paypal.com"),
+            ("g00gle.com", "google.com"),
+            ("arnazon.co", "amazon.com"),
+            ("micros0ft-support.com", "microsoft.com"),
+            ("login.rnicrosoft.net", "microsoft.com"),
+            ("gooogle.com", "google.com"),
+            ("faceb00k.com", "facebook.com"),
+            ("githuh.io", "github.com"),
+            ("app1e.com", "apple.com"),
+            ("c0inbase-verify.com", "coinbase.com"),
+        ] {
+            assert_eq!(judge(host).as_deref(), Some(brand), "{host}");
+        }
+    }
+
+    #[test]
+    fn the_brand_its_subdomains_exact_names_and_unrelated_hosts_pass() {
+        for host in [
+            "paypal.com",
+            "www.paypal.com",
+            "accounts.google.com",
+            "paypal.de",
+            "github.example.com",
+            "google-analytics.com",
+            "example.com",
+            "ample.com",
+            "apply.example.org",
+            "docs.rs",
+            "mcp.internal",
+            "githubusercontent.com",
+            "gitlab.example.net",
+        ] {
+            assert_eq!(judge(host), None, "{host}");
+        }
+    }
+
+    #[test]
+    fn greek_and_cyrillic_homoglyphs_fold_to_the_brand() {
+        // The decoded form of a punycode host: Cyrillic а and Greek ο.
+        assert_eq!(
+            imitated("xn--pypal-4ve.com", "pаypal.com", &list()),
+            Some("paypal.com")
+        );
+        assert_eq!(
+            imitated("xn--ggle-0nda.com", "gοοgle.com", &list()),
+            Some("google.com")
+        );
+    }
+
+    #[test]
+    fn an_empty_list_protects_nothing() {
+        assert_eq!(imitated("paypa1.com", "paypa1.com", &[]), None);
+    }
+}
