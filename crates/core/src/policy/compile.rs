@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::hosts::{normalise_host, HostPattern, HostSet};
+use super::hosts::{normalise_host, HostPattern, HostSet, ProtectedHost};
 use super::model::{OnBlock, RawPolicy};
 use super::{FormPolicy, KillSwitch, Policy, UrlPolicy};
 use crate::lexicon::SecretLexicon;
@@ -234,10 +234,10 @@ pub fn compile_policy(
             ));
         }
     }
-    let protected_hosts: Vec<String> = match &url_raw.protected_hosts {
+    let protected_hosts: Vec<ProtectedHost> = match &url_raw.protected_hosts {
         None => super::hosts::DEFAULT_PROTECTED_HOSTS
             .iter()
-            .map(|h| h.to_string())
+            .map(|h| ProtectedHost::new(h))
             .collect(),
         Some(list) => list
             .iter()
@@ -254,7 +254,7 @@ pub fn compile_policy(
                         "{upath}.protected_hosts[{i}]: `{h}` is not a domain name (`paypal.com`)"
                     ));
                 }
-                ok.then_some(host)
+                ok.then(|| ProtectedHost::new(&host))
             })
             .collect(),
     };

@@ -179,6 +179,53 @@ impl HostSet {
     }
 }
 
+/// A protected domain (`url.protected_hosts`) with its name label folded once, at load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtectedHost {
+    /// `paypal.com`, lower case.
+    pub domain: String,
+    /// `paypal`: the label a user reads as the brand.
+    pub name: String,
+    /// [`lookalike_fold`] of `name`.
+    pub folded: String,
+}
+
+impl ProtectedHost {
+    /// From a normalised domain name.
+    pub fn new(domain: &str) -> ProtectedHost {
+        let name = domain.split('.').next().unwrap_or(domain).to_string();
+        ProtectedHost {
+            domain: domain.to_string(),
+            folded: lookalike_fold(&name),
+            name,
+        }
+    }
+}
+
+/// The confusable skeleton of `s` (UTS #39), lower case, with the ASCII swaps phishing uses
+/// folded (`0`→`o`, `1`/`i`→`l`, `rn`→`m`, …): how a look-alike and its brand compare.
+pub fn lookalike_fold(s: &str) -> String {
+    let skeleton: String = unicode_security::skeleton(s).collect();
+    let lower = skeleton.to_lowercase();
+    let mapped: String = lower
+        .chars()
+        .map(|c| match c {
+            '0' => 'o',
+            '1' | 'i' | '|' => 'l',
+            '3' => 'e',
+            '4' | '@' => 'a',
+            '5' | '$' => 's',
+            '7' => 't',
+            '8' => 'b',
+            c => c,
+        })
+        .collect();
+    mapped
+        .replace("rn", "m")
+        .replace("vv", "w")
+        .replace("cl", "d")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -76,8 +76,8 @@ pub struct UrlPolicy {
     pub allow_ip_literals: bool,
     /// Extra sensitive parameter names, normalised (lower case, no `-`, `_`, `.`).
     pub extra_sensitive_params: HashSet<String>,
-    /// Domains whose look-alikes fail `url.host`, lower case.
-    pub protected_hosts: Vec<String>,
+    /// Domains whose look-alikes fail `url.host`, lower case, names folded.
+    pub protected_hosts: Vec<hosts::ProtectedHost>,
 }
 
 /// A compiled, immutable policy.

@@ -2,11 +2,11 @@
 //!
 //! Owns deciding whether a host imitates one of the policy's protected domains
 //! (`url.protected_hosts`, by default `policy::hosts::DEFAULT_PROTECTED_HOSTS`, the most
-//! impersonated brands) without being it. Each
-//! label of the host, and each hyphen-separated part of a label, is compared with each
-//! protected domain's name label (`paypal` of `paypal.com`):
-//! - by its Unicode confusable skeleton (UTS #39, `unicode-security`) folded for the ASCII
-//!   swaps phishing uses (`0`→`o`, `1`/`i`→`l`, `3`→`e`, `4`/`@`→`a`, `5`→`s`, `7`→`t`, `8`→`b`,
+//! impersonated brands) without being it. Each label of the host, and each hyphen-separated
+//! part of a label, is folded once and compared with each protected domain's name label
+//! (`paypal` of `paypal.com`, folded at load):
+//! - by its Unicode confusable skeleton (UTS #39) folded (`policy::hosts::lookalike_fold`)
+//!   for the ASCII swaps phishing uses (`0`→`o`, `1`/`i`→`l`, `3`→`e`, `4`/`@`→`a`, `5`→`s`, `7`→`t`, `8`→`b`,
 //!   `rn`→`m`, `vv`→`w`, `cl`→`d`): `paypa1`, `g00gle`, `arnazon`, `micros0ft`;
 //! - by edit distance (Damerau–Levenshtein, `strsim`) 1 on that fold, for names of six or
 //!   more letters: `gooogle`, `amazom`, `facebok`.
@@ -15,13 +15,19 @@
 //! GitHub Enterprise, `paypal.de` is PayPal); the brand's own domain and its subdomains never
 //! are. Work: a few labels × the list, each comparison bounded by the label length (≤ 63).
 
+use crate::policy::hosts::{lookalike_fold, ProtectedHost};
+
 /// The protected domain `host` imitates, if any. `host` is lower case, without a trailing dot;
 /// `unicode` is its decoded form when it had punycode labels (else `host` itself).
-pub(crate) fn imitated<'a>(host: &str, unicode: &str, protected: &'a [String]) -> Option<&'a str> {
-    if protected.iter().any(|d| {
-        host == d
+pub(crate) fn imitated<'a>(
+    host: &str,
+    unicode: &str,
+    protected: &'a [ProtectedHost],
+) -> Option<&'a str> {
+    if protected.iter().any(|p| {
+        host == p.domain
             || host
-                .strip_suffix(d.as_str())
+                .strip_suffix(p.domain.as_str())
                 .is_some_and(|h| h.ends_with('.'))
     }) {
         return None;
@@ -29,61 +35,34 @@ pub(crate) fn imitated<'a>(host: &str, unicode: &str, protected: &'a [String]) -
     let labels: Vec<&str> = unicode.split('.').collect();
     // The last label is the TLD: `paypal.c0m` imitates nothing a user reads as the name.
     let names = &labels[..labels.len().saturating_sub(1)];
-    let parts: Vec<String> = names
+    // Each part folded once, compared with every protected name (folded at load).
+    let parts: Vec<(&str, String)> = names
         .iter()
         .flat_map(|l| std::iter::once(*l).chain(l.split('-').filter(|p| p.len() != l.len())))
         .filter(|p| p.len() >= 3)
-        .map(|p| p.to_string())
+        .map(|p| (p, lookalike_fold(p)))
         .collect();
-    for domain in protected {
-        let brand = domain.split('.').next().unwrap_or(domain);
-        let brand_fold = fold(brand);
-        for part in &parts {
-            if part == brand {
-                continue;
-            }
-            let f = fold(part);
-            if f == brand_fold
-                || (brand.len() >= 6 && strsim::damerau_levenshtein(&f, &brand_fold) == 1)
-            {
-                return Some(domain);
-            }
-        }
-    }
-    None
-}
-
-/// The confusable skeleton of `s`, lower case, with the ASCII swaps folded.
-fn fold(s: &str) -> String {
-    let skeleton: String = unicode_security::skeleton(s).collect();
-    let lower = skeleton.to_lowercase();
-    let mapped: String = lower
-        .chars()
-        .map(|c| match c {
-            '0' => 'o',
-            '1' | 'i' | '|' => 'l',
-            '3' => 'e',
-            '4' | '@' => 'a',
-            '5' | '$' => 's',
-            '7' => 't',
-            '8' => 'b',
-            c => c,
-        })
-        .collect();
-    mapped
-        .replace("rn", "m")
-        .replace("vv", "w")
-        .replace("cl", "d")
+    protected.iter().find_map(|p| {
+        parts
+            .iter()
+            .any(|(part, folded)| {
+                *part != p.name
+                    && (*folded == p.folded
+                        || (p.name.len() >= 6
+                            && strsim::damerau_levenshtein(folded, &p.folded) == 1))
+            })
+            .then_some(p.domain.as_str())
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn list() -> Vec<String> {
+    fn list() -> Vec<ProtectedHost> {
         crate::policy::hosts::DEFAULT_PROTECTED_HOSTS
             .iter()
-            .map(|s| s.to_string())
+            .map(|d| ProtectedHost::new(d))
             .collect()
     }
 
