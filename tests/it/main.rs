@@ -9,7 +9,6 @@ mod audit_sinks;
 mod bounds;
 mod bounds_table;
 mod cli;
-mod corpus;
 mod correlation;
 mod costly_input;
 mod deadlines;

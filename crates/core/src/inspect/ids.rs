@@ -12,14 +12,16 @@
 //! - Every number needs its checksum (Denmark, whose numbers have had none since 2007,
 //!   needs its old mod-11 check unless a name announces a CPR) and its structure (valid
 //!   birth date, century sign, county, month letter, …).
-//! - Without a hint only *self-evident* shapes are reported ([`scan_formatted`]): the
-//!   format's own separators or letters (`529.982.247-25`, `811218-9876`, `12345678Z`,
-//!   `RSSMRA85T10A562S`, `2341 2341 2346`, `1-1017-00230-07-4`), or a length outside the
-//!   9–13 digits of order ids and timestamps (15-digit NIR, 18-character Chinese id).
-//! - Bare runs of 9–13 digits are reported only with a hint ([`scan_hinted`]): a parameter
-//!   or JSON member name such as `cpf`, `pesel`, `national_id` ([`hint_for_name`]) or a
-//!   distinctive keyword in the same text (`CPF 52998224725`, [`hint_in_text`]). A hint
-//!   naming one country checks that country's format only.
+//! - Every number is reported only with context, a *hint*: a parameter, JSON member or
+//!   path-segment label such as `cpf`, `pesel`, `national_id`, `doc` ([`hint_for_name`]) or
+//!   a distinctive keyword in the same text (`CPF 52998224725`, [`hint_in_text`]). With
+//!   one, bare digit runs ([`scan_hinted`]) and the format's own shapes
+//!   ([`scan_formatted_for`]: separators or letters, `529.982.247-25`, `12345678Z`,
+//!   `RSSMRA85T10A562S`) count. A hint naming one country checks that country's format
+//!   only. Without one, URLs pass: order numbers, tickets and date-based references
+//!   (`231218-4821`) take the same shapes and pass the same checksums often enough.
+//! - Self-evident shapes without a hint ([`scan_formatted`]) are for the audit scrub,
+//!   which removes more than `url.pii` refuses.
 //! - A candidate must stand alone: not glued to letters or digits, nor to a digit group
 //!   through a separator (`4111 1111 1111 1111` holds no 4-4-4 Aadhaar).
 //!
@@ -121,6 +123,9 @@ const KIND_NAMES: &[(&str, Kind)] = &[
     ("sfz", Kind::Cn),
     ("nir", Kind::Fr),
     ("insee", Kind::Fr),
+    ("securitesociale", Kind::Fr),
+    ("numerosecuritesociale", Kind::Fr),
+    ("numsecu", Kind::Fr),
     ("numsecu", Kind::Fr),
     ("numerosecu", Kind::Fr),
     ("dni", Kind::Es),
@@ -155,6 +160,21 @@ const KIND_NAMES: &[(&str, Kind)] = &[
 
 /// Normalised names that announce some identity number.
 const ANY_NAMES: &[&str] = &[
+    "nid",
+    "nin",
+    "doc",
+    "docno",
+    "docnumber",
+    "document",
+    "documentno",
+    "documentnumber",
+    "documento",
+    "numerodocumento",
+    "nrodocumento",
+    "cedula",
+    "identification",
+    "identificationnumber",
+    "identity",
     "nationalid",
     "nationalidnumber",
     "nationalidentitynumber",
@@ -194,11 +214,19 @@ const TEXT_WORDS: &[(&str, Kind)] = &[
     ("fodselsnummer", Kind::No),
     ("cpr", Kind::Dk),
     ("cnp", Kind::Ro),
+    ("dni", Kind::Es),
+    ("nir", Kind::Fr),
+    ("rrn", Kind::Kr),
 ];
 
 /// The hint carried by one normalised name (or name segment), if any.
 pub(crate) fn hint_for_name(norm: &str) -> Option<Hint> {
-    if let Some((_, k)) = KIND_NAMES.iter().find(|(n, _)| *n == norm) {
+    // `aadhaar_no`, `cpf_number`, `pesel_nr`: a country's name with a number word after.
+    let stem = ["number", "numero", "nummer", "num", "nr", "no"]
+        .iter()
+        .find_map(|w| norm.strip_suffix(w).filter(|s| s.len() >= 3))
+        .unwrap_or(norm);
+    if let Some((_, k)) = KIND_NAMES.iter().find(|(n, _)| *n == norm || *n == stem) {
         return Some(Hint::Kind(*k));
     }
     if ANY_NAMES.contains(&norm) {
@@ -217,8 +245,23 @@ pub(crate) fn hint_for_name(norm: &str) -> Option<Hint> {
         .then_some(Hint::Any)
 }
 
+/// Keywords in scripts without spaces, found as substrings (`身份证440304…`).
+const TEXT_NAMES_NATIVE: &[(&str, Kind)] = &[
+    ("身份证", Kind::Cn),
+    ("身份證", Kind::Cn),
+    ("주민등록번호", Kind::Kr),
+    ("주민번호", Kind::Kr),
+    ("บัตรประชาชน", Kind::Th),
+    ("เลขประจำตัวประชาชน", Kind::Th),
+];
+
 /// The hint carried by a distinctive keyword inside `text` (`CPF: 529…`), if any.
 pub(crate) fn hint_in_text(text: &str) -> Option<Hint> {
+    if !text.is_ascii() {
+        if let Some((_, k)) = TEXT_NAMES_NATIVE.iter().find(|(n, _)| text.contains(n)) {
+            return Some(Hint::Kind(*k));
+        }
+    }
     if !text.bytes().any(|b| b.is_ascii_alphabetic()) {
         return None;
     }
@@ -307,8 +350,17 @@ fn isolated(s: &str, start: usize, end: usize) -> bool {
 
 /// The first self-evident identity number in `value` (see the module docs).
 pub(crate) fn scan_formatted(value: &str) -> Option<&'static str> {
+    scan_formatted_for(value, Hint::Any)
+}
+
+/// The first identity number in `value` written in its own format (separators, letters)
+/// of the country `hint` announces, or of any country for a generic hint.
+pub(crate) fn scan_formatted_for(value: &str, hint: Hint) -> Option<&'static str> {
     SHAPE_SET.matches(value).iter().find_map(|i| {
         let (pattern, kind, valid) = SHAPES.get(i)?;
+        if hint != Hint::Any && hint != Hint::Kind(*kind) {
+            return None;
+        }
         pattern
             .find_iter(value)
             .any(|m| isolated(value, m.start(), m.end()) && valid(m.as_str()))

@@ -82,12 +82,13 @@ impl InspectContext {
 
 pub use crate::text::fold::fold_name;
 
-/// The PII or secret detector that fires on a value (a URL path segment, a query name or
-/// value, a token of an audit line), as `url.pii` and the answer checks run it: its bounded
-/// name (`secret.key:npm`, `pii.phone`, …), or `None`. The one source of truth the audit scrub
-/// uses too, so whatever the policy detects is never written raw.
+/// The PII or secret detector that fires on a value (a token of an audit line): what
+/// `url.pii` and the answer checks detect, plus identity numbers in their own format even
+/// without a name announcing them. Its bounded name (`secret.key:npm`, `pii.phone`, …), or
+/// `None`. The audit scrub's source of truth, so whatever the policy detects is never
+/// written raw.
 pub fn detect_secret(value: &str) -> Option<&'static str> {
-    pii::scan_value_hinted(value, None)
+    pii::scan_scrub(value)
 }
 
 fn enabled(policy: &Policy, rule: RuleId) -> bool {

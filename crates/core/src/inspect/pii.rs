@@ -5,8 +5,8 @@
 //! payment card numbers (IIN range + length + Luhn), IBANs (country length + mod-97),
 //! US SSNs (area/group/serial rules), JWTs (header decodes to JSON with `alg`), PEM
 //! private-key headers and well-known credential prefixes; other national identity
-//! numbers are `ids.rs`'s (self-evident shapes always, bare digits with a name hint:
-//! [`scan_value_hinted`]).
+//! numbers are `ids.rs`'s, reported only with context (a name or keyword hint:
+//! [`scan_value_hinted`]), and in any self-evident shape by [`scan_scrub`].
 //!
 //! Decisions:
 //! - Phone numbers: E.164 with `+` (8–15 digits); NANP only with separators
@@ -33,8 +33,26 @@ fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("static regex compiles")
 }
 
-static EMAIL: LazyLock<Regex> =
-    LazyLock::new(|| re(r"(?i)[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,}"));
+/// Addresses in any script (`josé@bücher.de`, `用户@例子。广告`: IDNA reads `。` as a dot).
+static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
+    re(
+        r"(?i)[\p{L}\p{N}._%+\-]+@[\p{L}\p{N}\-]+(?:[.\x{3002}][\p{L}\p{N}\-]+)*[.\x{3002}]\p{L}{2,}",
+    )
+});
+/// Addresses spelled out so that a reader still uses them: `jane(at)example.com`,
+/// `jane [at] example [dot] com`, `jane at example dot com`. A bare ` at ` needs a spelled
+/// ` dot ` and a top-level domain people write (`com`, `org`, a country code), so "log in
+/// at example.com" and "look at the dot matrix" are not addresses.
+static EMAIL_SPELLED: LazyLock<Regex> = LazyLock::new(|| {
+    let local = r"[\p{L}\p{N}._%+\-]+";
+    let label = r"[\p{L}\p{N}\-]+";
+    let at = r"\s*[(\[{<]\s*at\s*[)\]}>]\s*";
+    let dot = r"(?:\s*[(\[{<]\s*dot\s*[)\]}>]\s*|\s+dot\s+|[.\x{3002}])";
+    let spelled_dot = r"(?:\s*[(\[{<]\s*dot\s*[)\]}>]\s*|\s+dot\s+)";
+    re(&format!(
+        r"(?i){local}{at}{label}(?:{dot}{label})*{dot}\p{{L}}{{2,}}\b|{local}\s+at\s+{label}(?:{dot}{label})*{spelled_dot}(?:com|net|org|edu|gov|info|biz|io|ai|app|dev|me|[a-z]{{2}})\b"
+    ))
+});
 static JWT: LazyLock<Regex> =
     LazyLock::new(|| re(r"eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*"));
 static PEM: LazyLock<Regex> =
@@ -110,13 +128,17 @@ fn bounded(s: &str, start: usize, end: usize) -> bool {
 /// announces first, then [`scan_value`]. Without one: [`scan_value`], then bare identity
 /// numbers announced by a distinctive keyword in `value` itself (`PESEL 44051401359`).
 pub(crate) fn scan_value_hinted(value: &str, hint: Option<ids::Hint>) -> Option<&'static str> {
-    if let Some(d) = hint.and_then(|h| ids::scan_hinted(value, h)) {
+    let announced = |h| ids::scan_hinted(value, h).or_else(|| ids::scan_formatted_for(value, h));
+    if let Some(d) = hint.and_then(announced) {
         return Some(d);
     }
-    scan_value(value).or_else(|| {
-        let h = ids::hint_in_text(value)?;
-        ids::scan_hinted(value, h)
-    })
+    scan_value(value).or_else(|| ids::hint_in_text(value).and_then(announced))
+}
+
+/// What the audit scrub removes: [`scan_value_hinted`] without a hint, then identity
+/// numbers in any self-evident shape, context or not.
+pub(crate) fn scan_scrub(value: &str) -> Option<&'static str> {
+    scan_value_hinted(value, None).or_else(|| ids::scan_formatted(value))
 }
 
 /// The first PII / secret detector that fires on `value`, if any.
@@ -148,11 +170,11 @@ pub(crate) fn scan_value(value: &str) -> Option<&'static str> {
     if value.contains('@') && EMAIL.is_match(value) {
         return Some("pii.email");
     }
+    if EMAIL_SPELLED.is_match(value) {
+        return Some("pii.email");
+    }
     if !value.bytes().any(|b| b.is_ascii_digit()) {
         return None;
-    }
-    if let Some(d) = ids::scan_formatted(value) {
-        return Some(d);
     }
     if SSN
         .find_iter(value)

@@ -5,7 +5,7 @@
 //! - Parsing (WHATWG rules via the `url` crate). Because that parser silently drops
 //!   tabs/newlines and treats `\` as `/`, a raw URL containing whitespace, control
 //!   characters or backslashes is `url.invalid` (a client may parse it differently from
-//!   what the user is shown). URLs over 8 KiB are `url.invalid` (bounded work).
+//!   what the user is shown). URLs over 32 KiB are `url.invalid` (bounded work).
 //! - Hosts: IDNA/punycode labels (`host.punycode`), non-ASCII in the raw authority
 //!   (`host.non_ascii`), decoded labels that mix scripts (`host.mixed_script`) or whose
 //!   confusable skeleton is ASCII (`host.confusable`), IP literals (`host.ip_literal`,
@@ -17,8 +17,10 @@
 //!   (base64, `jane+tag@…`); path text literally and with `+` as a separator.
 //!   Sensitive parameter *names* fail on any non-trivial value (`url.param:<name>`), by
 //!   the whole name or any segment of a nested one (`access[token]`, `a.b.token`,
-//!   `data[0][ssn]`); a name such as `cpf` or `national_id` lets bare identity numbers
-//!   count. Parameters inside a decoded value (`next=/cb?session=…`, what `？＆＝` became)
+//!   `data[0][ssn]`); national identity numbers count only with such context: a name
+//!   such as `cpf`, `national_id` or `doc`, the path segment before (`/cpf/…`), or a
+//!   keyword in the value (`CPF 529…`). E-mail addresses count in any script and spelled
+//!   out (`jane(at)example.com`, `jane at example dot com`). Parameters inside a decoded value (`next=/cb?session=…`, what `？＆＝` became)
 //!   and matrix parameters of path segments (`;jsessionid=…`) are checked like query
 //!   parameters, one level deep. Values that are base64 or base64url (12 to 4096
 //!   characters) are decoded once; decoded UTF-8 text goes through the same checks
@@ -49,8 +51,10 @@ use crate::policy::hosts::normalise_host;
 use crate::policy::UrlPolicy;
 use crate::text::fold as text;
 
-/// Longest URL inspected.
-pub(crate) const MAX_URL_BYTES: usize = 8192;
+/// Longest URL inspected; a longer one is `url.invalid` (`url.too_long`). 32 KiB is the most
+/// a browser's address bar shows (Chromium's `kMaxURLDisplayChars`): the user could not
+/// check a longer link, and real ones (OAuth, SAML redirects, deep links) stay well under.
+pub(crate) const MAX_URL_BYTES: usize = 32 * 1024;
 
 /// Longest base64 value decoded (characters, padding excluded): a few KiB of text.
 const MAX_BASE64_CHARS: usize = 4096;
@@ -443,17 +447,21 @@ impl Scan<'_> {
     }
 
     /// One path segment: its text (and its base64), and its matrix parameters
-    /// (`;jsessionid=…`) checked like query parameters.
-    fn segment(&mut self, raw: &str) {
-        self.value(&readings(raw, false), None, "url.path", TOP);
+    /// (`;jsessionid=…`) checked like query parameters. `label` is the segment before it,
+    /// read as a name: `/cpf/52998224725` announces a CPF as `?cpf=` does.
+    fn segment(&mut self, raw: &str, label: Option<&str>) {
+        let hint = label.and_then(|l| name_hint(&decode(l)));
+        self.value(&readings(raw, false), hint, "url.path", TOP);
     }
 
     fn path(&mut self, url: &Url) {
         if url.cannot_be_a_base() {
-            self.segment(url.path());
+            self.segment(url.path(), None);
         } else if let Some(segments) = url.path_segments() {
+            let mut label = None;
             for seg in segments {
-                self.segment(seg);
+                self.segment(seg, label);
+                label = Some(seg);
             }
         }
     }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::inspect::ids;
 
 fn d(s: &str) -> Option<&'static str> {
     scan_value(s)
@@ -94,11 +95,61 @@ fn national_ids() {
     assert_eq!(d("000-45-6789"), None);
     assert_eq!(d("666-45-6789"), None);
     assert_eq!(d("123-45-67890"), None);
-    assert_eq!(d("11010519491231002X"), Some("pii.national_id:cn"));
-    assert_eq!(d("440304199001011233"), Some("pii.national_id:cn"));
-    assert_eq!(d("440304199001011234"), None);
-    assert_eq!(d("1-1017-00230-07-4"), Some("pii.national_id:th"));
-    assert_eq!(d("1-1017-00230-07-5"), None);
+    // Other countries' numbers need context in values; the audit scrub takes any shape.
+    assert_eq!(d("11010519491231002X"), None);
+    assert_eq!(scan_scrub("11010519491231002X"), Some("pii.national_id:cn"));
+    assert_eq!(scan_scrub("440304199001011233"), Some("pii.national_id:cn"));
+    assert_eq!(scan_scrub("440304199001011234"), None);
+    assert_eq!(scan_scrub("1-1017-00230-07-4"), Some("pii.national_id:th"));
+    assert_eq!(scan_scrub("1-1017-00230-07-5"), None);
+    let cn = Some(ids::Hint::Kind(ids::Kind::Cn));
+    assert_eq!(
+        scan_value_hinted("11010519491231002X", cn),
+        Some("pii.national_id:cn")
+    );
+    assert_eq!(
+        scan_value_hinted("Thai ID 1-1017-00230-07-4", None),
+        None,
+        "no distinctive keyword"
+    );
+    assert_eq!(
+        scan_value_hinted("1-1017-00230-07-4", Some(ids::Hint::Any)),
+        Some("pii.national_id:th")
+    );
+    assert_eq!(
+        scan_value_hinted("1-1017-00230-07-4", cn),
+        None,
+        "a hint naming one country checks that country only"
+    );
+}
+
+#[test]
+fn emails_in_any_script_and_spelled_out() {
+    for e in [
+        "jane.doe@example.com",
+        "josé@bücher.de",
+        "用户@例子.广告",
+        "用户@例子。广告",
+        "пользователь@пример.рф",
+        "jane(at)example.com",
+        "jane (at) example (dot) com",
+        "jane[at]example[dot]co[dot]uk",
+        "jane {at} mail.example.org",
+        "jane at example dot com",
+        "contact: JANE AT EXAMPLE DOT COM",
+    ] {
+        assert_eq!(d(e), Some("pii.email"), "{e}");
+    }
+    for e in [
+        "log in at example.com",
+        "meet at noon",
+        "look at the dot matrix",
+        "rated (at) least 5 stars",
+        "price@",
+        "@handle",
+    ] {
+        assert_eq!(d(e), None, "{e}");
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Labelled corpus: the cases in `tests/corpus/*.jsonl`. Prints precision, recall and the
 //! false-positive rate of the deny decision per language, per concept and overall, and per
-//! rule: `cargo test --test it corpus:: -- --nocapture`.
+//! rule: `cargo test -p elicitgate-core --test corpus -- --nocapture`.
 //!
 //! What must hold: every case of the curated regression files (`forms_*`, `protocol`,
 //! `schema`, `seeds`, `urls`) gets exactly its decision and rules; over the whole corpus the
@@ -36,7 +36,7 @@ struct Case {
 }
 
 fn load() -> Vec<Case> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("corpus dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
