@@ -60,12 +60,19 @@ pub fn run(policy: &Policy, capabilities_json: Option<&str>, input: &[u8]) -> (i
         let verdict = inspect(view, &caps, &InspectContext::standalone(era), policy);
         let source = view.source();
         for f in &verdict.findings {
-            findings.push(json!({
+            let mut finding = json!({
                 "elicitation": source,
                 "rule": f.rule.as_str(),
                 "location": f.location,
                 "detector": f.detector,
-            }));
+            });
+            if let Some(because) = f.because {
+                finding["because"] = json!(because);
+            }
+            if let Some(term) = &f.term {
+                finding["term"] = json!(term);
+            }
+            findings.push(finding);
         }
         combined.merge(verdict);
     }
@@ -101,6 +108,22 @@ mod tests {
         assert_eq!(code, EXIT_ALLOW);
         assert_eq!(out["verdict"], "allow");
         assert_eq!(out["rules"], json!([]));
+    }
+
+    #[test]
+    fn each_secret_finding_names_its_term_and_its_step() {
+        let (code, out) = run_default(
+            r#"{"message":"Connexion au tableau de bord","requestedSchema":{"type":"object",
+               "properties":{"v":{"type":"string","title":"Valeur","description":"Votre mot de passe"}}}}"#,
+        );
+        assert_eq!(code, EXIT_DENY);
+        let f = &out["findings"][0];
+        assert_eq!(f["location"], "properties.v.description");
+        assert_eq!(f["term"], "mot de passe");
+        assert_eq!(
+            f["because"],
+            "the field's description asks for a secret its type can hold"
+        );
     }
 
     #[test]

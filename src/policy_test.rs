@@ -131,12 +131,19 @@ pub fn judge(policies: &PolicySet, routes: &[&str], case: &Case) -> Outcome {
         .map(|a| {
             a.iter()
                 .map(|f| {
-                    format!(
+                    let mut line = format!(
                         "{} at {} ({})",
                         f["rule"].as_str().unwrap_or("?"),
                         f["location"].as_str().unwrap_or("?"),
                         f["detector"].as_str().unwrap_or("?")
-                    )
+                    );
+                    if let Some(term) = f["term"].as_str() {
+                        line.push_str(&format!(" term \"{term}\""));
+                    }
+                    if let Some(because) = f["because"].as_str() {
+                        line.push_str(&format!(": {because}"));
+                    }
+                    line
                 })
                 .collect()
         })

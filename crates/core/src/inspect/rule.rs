@@ -27,8 +27,9 @@ impl Decision {
 }
 
 /// One reason behind a verdict. Never contains user content: `location` is built from
-/// fixed words and schema keys / query-parameter names chosen by the server, and
-/// `detector` names the check that fired.
+/// fixed words and schema keys / query-parameter names chosen by the server, `detector`
+/// names the check that fired, `because` is a fixed sentence and `term` a word of the
+/// lexicon (built-in or the operator's `extra_secret_terms`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Finding {
     /// The rule this finding belongs to.
@@ -37,6 +38,18 @@ pub struct Finding {
     pub location: String,
     /// Which detector fired, e.g. `secret.term:password@en`, `pii.email`, `host.punycode`.
     pub detector: String,
+    /// Which step of the decision procedure decided (`form.secret`: docs/policy.md
+    /// "Secret detection"), when the detector name alone does not say.
+    pub because: Option<&'static str>,
+    /// The lexicon term that matched, as the word list writes it (`mot de passe`).
+    pub term: Option<String>,
+}
+
+/// What [`Hits::explain`] adds to a finding: the procedure step and the matched term.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Why<'a> {
+    pub because: &'static str,
+    pub term: Option<&'a str>,
 }
 
 /// The decision for one elicitation (or one answer).
@@ -120,13 +133,39 @@ impl Hits {
         location: impl Into<String>,
         detector: impl Into<String>,
     ) {
-        self.matched[rule.index()] = true;
-        let finding = Finding {
+        self.push(Finding {
             rule,
             location: location.into(),
             detector: detector.into(),
-        };
-        if self.findings.contains(&finding) {
+            because: None,
+            term: None,
+        });
+    }
+
+    /// Record a match with the procedure step that decided it and the term it read.
+    pub(crate) fn explain(
+        &mut self,
+        rule: RuleId,
+        location: impl Into<String>,
+        detector: impl Into<String>,
+        why: Why<'_>,
+    ) {
+        self.push(Finding {
+            rule,
+            location: location.into(),
+            detector: detector.into(),
+            because: Some(why.because),
+            term: why.term.map(str::to_owned),
+        });
+    }
+
+    fn push(&mut self, finding: Finding) {
+        self.matched[finding.rule.index()] = true;
+        if self.findings.iter().any(|f| {
+            f.rule == finding.rule
+                && f.location == finding.location
+                && f.detector == finding.detector
+        }) {
             return;
         }
         if self.findings.len() >= MAX_FINDINGS {
@@ -187,6 +226,8 @@ impl Hits {
                     rule,
                     location: "*".to_string(),
                     detector: "findings.truncated".to_string(),
+                    because: None,
+                    term: None,
                 });
             }
         }

@@ -32,8 +32,37 @@ use crate::lexicon::Category;
 pub use crate::lexicon::{Role, SecretLexicon};
 use crate::text::fold as text;
 
-use super::rule::{Hits, RuleId};
+use super::rule::{Hits, RuleId, Why};
 use super::schema::{self, key_loc};
+
+/// The steps of the decision procedure (docs/policy.md "Secret detection"), as a finding
+/// explains itself.
+mod step {
+    pub const FORMAT_PASSWORD: &str = "`format: password` marks a secret input";
+    pub const WRITE_ONLY: &str = "`writeOnly` marks a secret input";
+    pub const HIDDEN: &str =
+        "a choice's, a checkbox's or a default's text tells the user to type a secret (a request cue next to the term)";
+    pub const LABEL: &str = "the field's name or title names a secret its type can hold";
+    pub const DESCRIPTION: &str = "the field's description asks for a secret its type can hold";
+    pub const SPLIT: &str = "the field's name and title read together name a secret";
+    pub const FORM_TEXT: &str =
+        "the form's message or title asks for a secret, and one of its inputs can hold it";
+}
+
+/// A finding of `form.secret` for match `m`, explained by `because`.
+fn record(
+    hits: &mut Hits,
+    lexicon: &SecretLexicon,
+    at: String,
+    m: &crate::lexicon::Match<'_>,
+    because: &'static str,
+) {
+    let why = Why {
+        because,
+        term: lexicon.phrase(m.term),
+    };
+    hits.explain(RuleId::FormSecret, at, m.detector, why);
+}
 
 /// Run `form.secret` over a form. `allow` holds folded exempt property names.
 pub(crate) fn check_form(
@@ -57,23 +86,25 @@ pub(crate) fn check_form(
         let loc = || format!("properties.{}", key_loc(name));
         if let Some(f) = prop.get("format").and_then(Value::as_str) {
             if text::fold(f) == "password" {
-                hits.add(
-                    RuleId::FormSecret,
-                    format!("{}.format", loc()),
-                    "secret.format:password",
-                );
+                let why = Why {
+                    because: step::FORMAT_PASSWORD,
+                    term: None,
+                };
+                let at = format!("{}.format", loc());
+                hits.explain(RuleId::FormSecret, at, "secret.format:password", why);
             }
         }
         if prop.get("writeOnly").and_then(Value::as_bool) == Some(true) {
-            hits.add(
-                RuleId::FormSecret,
-                format!("{}.writeOnly", loc()),
-                "secret.write_only",
-            );
+            let why = Why {
+                because: step::WRITE_ONLY,
+                term: None,
+            };
+            let at = format!("{}.writeOnly", loc());
+            hits.explain(RuleId::FormSecret, at, "secret.write_only", why);
         }
         hidden_texts(prop, kind, &mut |at, t| {
             if let Some(m) = lexicon.scan(t, Role::Hidden) {
-                hits.add(RuleId::FormSecret, format!("{}.{at}", loc()), m.detector);
+                record(hits, lexicon, format!("{}.{at}", loc()), &m, step::HIDDEN);
             }
         });
         if !kind.is_free_input() {
@@ -96,18 +127,15 @@ pub(crate) fn check_form(
             .and_then(|t| lexicon.scan(t, role))
             .filter(|m| room.fits(m.category))
         {
-            hits.add(
-                RuleId::FormSecret,
-                format!("requestedSchema.{kw}"),
-                m.detector,
-            );
+            let at = format!("requestedSchema.{kw}");
+            record(hits, lexicon, at, &m, step::FORM_TEXT);
         }
     }
     if let Some(m) = message
         .and_then(|m| lexicon.scan(m, Role::Prose))
         .filter(|m| room.fits(m.category))
     {
-        hits.add(RuleId::FormSecret, "message", m.detector);
+        record(hits, lexicon, "message".into(), &m, step::FORM_TEXT);
     }
 }
 
@@ -232,9 +260,12 @@ fn check_field(
         .into_iter()
         .flatten()
         .collect();
-    let report = |at: String, m: Option<crate::lexicon::Match<'_>>, hits: &mut Hits| match m {
+    let report = |at: String,
+                  m: Option<crate::lexicon::Match<'_>>,
+                  because: &'static str,
+                  hits: &mut Hits| match m {
         Some(m) if !lexicon.benign_sense(m.term, &texts) && holds.fits(m.category) => {
-            hits.add(RuleId::FormSecret, at, m.detector);
+            record(hits, lexicon, at, &m, because);
             true
         }
         _ => false,
@@ -242,10 +273,11 @@ fn check_field(
     // A weak term in the name (`pwd`, `pin`, `tkn`) is overruled by a title, the label the
     // user reads, that names no secret ("Working directory", "Postal code").
     let name_hit = name_scan.filter(|m| !(m.weak && title.is_some() && title_hit.is_none()));
-    let mut found = report(loc.to_owned(), name_hit, hits);
-    found |= report(format!("{loc}.title"), title_hit, hits);
+    let mut found = report(loc.to_owned(), name_hit, step::LABEL, hits);
+    found |= report(format!("{loc}.title"), title_hit, step::LABEL, hits);
     if let Some(d) = description {
-        found |= report(format!("{loc}.description"), lexicon.scan(d, prose), hits);
+        let at = format!("{loc}.description");
+        found |= report(at, lexicon.scan(d, prose), step::DESCRIPTION, hits);
     }
     if !found {
         // A name split across the field's texts: `api` titled "Key", `card` described as
@@ -260,7 +292,7 @@ fn check_field(
                 .collect::<Vec<_>>()
                 .join(" ");
             let joined_hit = lexicon.scan(&joined, Role::Label).filter(|m| !m.weak);
-            report(format!("{loc}.title"), joined_hit, hits);
+            report(format!("{loc}.title"), joined_hit, step::SPLIT, hits);
         }
     }
     true

@@ -59,6 +59,8 @@ pub struct Match<'a> {
 
 #[derive(Debug)]
 struct TermInfo {
+    /// The term as its word list writes it (what `inspect` explains with).
+    phrase: String,
     category: Category,
     detector: String,
     confusable_detector: String,
@@ -330,6 +332,7 @@ impl SecretLexicon {
             }
             by_text.entry(sense_key(phrase)).or_default().push(id);
             b.terms.push(TermInfo {
+                phrase: phrase.to_owned(),
                 category: cat,
                 detector: format!("secret.term:{detector}"),
                 confusable_detector: format!("secret.confusable:{}", cat.as_str()),
@@ -448,6 +451,11 @@ impl SecretLexicon {
     }
 
     /// Does one of `texts` name a benign sense of `term` (`pwd` and "working directory")?
+    /// The term with id `term` as its word list writes it (`mot de passe`).
+    pub fn phrase(&self, term: usize) -> Option<&str> {
+        self.terms.get(term).map(|t| t.phrase.as_str())
+    }
+
     pub fn benign_sense(&self, term: usize, texts: &[&str]) -> bool {
         let Some(info) = self.terms.get(term) else {
             return false;
@@ -767,7 +775,14 @@ impl SecretLexicon {
                 skipped += 1;
                 continue;
             }
-            return ctx.meta_before.contains(w);
+            // In prose a request after the term wins: "Label the API key you will paste"
+            // asks for the key, "Label of the API key" does not.
+            let after = (i + len + 3).min(keys.len());
+            let requested = role != Role::Label
+                && keys[i + len..after]
+                    .iter()
+                    .any(|w| ctx.cues.contains(*w) && !ctx.linkers.contains(*w));
+            return ctx.meta_before.contains(w) && !requested;
         }
         false
     }

@@ -324,3 +324,70 @@ fn exempt_names_skip_checks() {
     );
     assert!(v.findings.is_empty());
 }
+
+/// Every `form.secret` finding says which step of the procedure decided and which term it
+/// read.
+#[test]
+fn findings_explain_the_step_and_the_term() {
+    use crate::inspect::rule::{Enforcement, RuleAction};
+    let explain = |schema: serde_json::Value, message: &str| {
+        let mut hits = Hits::new();
+        check_form(&schema, Some(message), &lex(), &HashSet::new(), &mut hits);
+        hits.resolve(|_| RuleAction::Deny, Enforcement::Enforce, None)
+            .findings
+            .into_iter()
+            .map(|f| (f.location, f.because.unwrap_or("-"), f.term))
+            .collect::<Vec<_>>()
+    };
+    let got = explain(
+        serde_json::json!({"type": "object", "properties": {
+            "mdp": {"type": "string", "title": "Mot de passe"}}}),
+        "Connexion",
+    );
+    assert_eq!(
+        got,
+        [
+            (
+                "properties.mdp".to_string(),
+                step::LABEL,
+                Some("mdp".to_string())
+            ),
+            (
+                "properties.mdp.title".to_string(),
+                step::LABEL,
+                Some("mot de passe".to_string())
+            )
+        ]
+    );
+    let got = explain(
+        serde_json::json!({"type": "object", "properties": {
+            "value": {"type": "string", "description": "Paste the API key from your dashboard"}}}),
+        "Setup",
+    );
+    assert_eq!(got[0].1, step::DESCRIPTION);
+    let got = explain(
+        serde_json::json!({"type": "object", "properties": {"value": {"type": "string"}}}),
+        "Enter your password to continue",
+    );
+    assert_eq!(
+        got,
+        [(
+            "message".to_string(),
+            step::FORM_TEXT,
+            Some("password".to_string())
+        )]
+    );
+    let got = explain(
+        serde_json::json!({"type": "object", "properties": {
+            "x": {"type": "string", "format": "password"}}}),
+        "Setup",
+    );
+    assert_eq!(
+        got,
+        [(
+            "properties.x.format".to_string(),
+            step::FORMAT_PASSWORD,
+            None
+        )]
+    );
+}
