@@ -478,7 +478,7 @@ impl Enforcer {
             associated,
             init_caps: None,
             request_caps: None,
-            call_name: None,
+            call_name: envelope.tool.clone(),
             task_id: None,
             taken: None,
             trace_ref,
@@ -526,11 +526,6 @@ impl Enforcer {
             || !matches!(ex.kind, Kind::Request | Kind::Response | Kind::Notification)
         {
             return ClientVerdict::Forward(body);
-        }
-        if ex.method == Some("tools/call") {
-            // Per-tool policy and the audit (which tool asked) need the tool's name even where
-            // the request is not parsed: a skim of `params.name`.
-            ex.call_name = message::call_name(&body);
         }
         let is_initialize = ex.method == Some("initialize");
         let is_response = ex.kind == Kind::Response;

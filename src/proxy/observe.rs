@@ -48,7 +48,14 @@ fn next_request_id() -> Arc<str> {
         u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]])
     });
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Arc::from(format!("{prefix:08x}{n:08x}"))
+    // Hex digits written by hand: `format!` costs a tenth of a plain request's own work.
+    let mut hex = [0u8; 16];
+    let word = (u64::from(prefix) << 32) | u64::from(n);
+    for (i, b) in hex.iter_mut().enumerate() {
+        let nibble = (word >> (60 - 4 * i)) & 0xf;
+        *b = b"0123456789abcdef"[nibble as usize];
+    }
+    Arc::from(std::str::from_utf8(&hex).unwrap_or_default())
 }
 
 impl Trail {

@@ -78,6 +78,9 @@ pub struct Envelope {
     pub id: Option<Box<RawValue>>,
     /// The method, when it is one MCP defines.
     pub method: Option<&'static str>,
+    /// A `tools/call`'s tool (`params.name`), read in the same pass: `None` when `params`
+    /// holds no single string `name` (per-tool policy and the audit say which tool asked).
+    pub tool: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -94,6 +97,85 @@ struct Peek<'a> {
     result: bool,
     #[serde(default, deserialize_with = "present")]
     error: bool,
+    /// Only its `name` member is kept; a second `params` makes the message unreadable, as a
+    /// second `method` does (a server reading the other one would run another tool).
+    #[serde(borrow, default, deserialize_with = "params_name")]
+    params: Option<ParamsName<'a>>,
+}
+
+/// `params.name` as [`Envelope::peek`] reads it.
+enum ParamsName<'a> {
+    /// Exactly one `name` member, a string.
+    Name(Cow<'a, str>),
+    /// No usable `name`: not an object, no `name`, a `name` that is not a string or given
+    /// twice.
+    None,
+}
+
+/// Reads `params` (any JSON value) and keeps only a single string `name` member.
+fn params_name<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<ParamsName<'de>>, D::Error> {
+    struct Visitor;
+    impl<'de> serde::de::Visitor<'de> for Visitor {
+        type Value = ParamsName<'de>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            #[derive(Deserialize)]
+            #[serde(untagged)]
+            enum Member<'a> {
+                Text(#[serde(borrow)] Cow<'a, str>),
+                Other(serde::de::IgnoredAny),
+            }
+            let mut name = None;
+            let mut names = 0u8;
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == "name" {
+                    names = names.saturating_add(1);
+                    if let Member::Text(t) = map.next_value::<Member<'de>>()? {
+                        name = Some(t);
+                    }
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok(match (names, name) {
+                (1, Some(n)) => ParamsName::Name(n),
+                _ => ParamsName::None,
+            })
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(ParamsName::None)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(ParamsName::None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(ParamsName::None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(ParamsName::None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(ParamsName::None)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok(ParamsName::None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(ParamsName::None)
+        }
+    }
+    d.deserialize_any(Visitor).map(Some)
 }
 
 /// A `method` member as [`Envelope::peek`] sees it.
@@ -176,7 +258,16 @@ impl Envelope {
             Some(MethodMember::Name(m)) => KNOWN_METHODS.iter().copied().find(|k| *k == m),
             _ => None,
         };
-        Envelope { kind, id, method }
+        let tool = match (method, peek.params) {
+            (Some("tools/call"), Some(ParamsName::Name(n))) => Some(n.into_owned()),
+            _ => None,
+        };
+        Envelope {
+            kind,
+            id,
+            method,
+            tool,
+        }
     }
 
     /// A bounded label for metrics.
@@ -431,6 +522,39 @@ impl ErrorObject {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn peek_reads_the_tool_of_a_call_in_the_same_pass() {
+        let tool = |t: &str| Envelope::peek(t.as_bytes()).tool;
+        let call = |params: &str| {
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+        };
+        assert_eq!(
+            tool(&call(r#"{"name":"deploy","arguments":{"name":"x"}}"#)).as_deref(),
+            Some("deploy")
+        );
+        assert_eq!(
+            tool(&call(r#"{"arguments":{},"n\u0061me":"esc"}"#)).as_deref(),
+            Some("esc")
+        );
+        // No single string name: none, and the message is still a request.
+        for params in [
+            r#"{"name":"a","name":"b"}"#,
+            r#"{"name":7}"#,
+            "[1,2]",
+            "{}",
+            "null",
+        ] {
+            let e = Envelope::peek(call(params).as_bytes());
+            assert_eq!((e.kind, e.tool), (Kind::Request, None), "{params}");
+        }
+        // Another method's params.name is not a tool.
+        let other = r#"{"jsonrpc":"2.0","id":1,"method":"prompts/get","params":{"name":"p"}}"#;
+        assert_eq!(tool(other), None);
+        // Two `params`: a server reading the other would run another tool.
+        let twice = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"safe"},"params":{"name":"rm"}}"#;
+        assert_eq!(Envelope::peek(twice.as_bytes()).kind, Kind::Invalid);
+    }
 
     #[test]
     fn peeks_requests_notifications_and_responses() {

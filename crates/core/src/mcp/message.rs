@@ -52,25 +52,6 @@ pub fn member<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
     path.iter().try_fold(value, |v, key| v.get(key))
 }
 
-/// The tool a `tools/call` request names (`params.name`), read without building the message
-/// (for per-tool policy on the path that forwards requests unparsed). `None` when the text
-/// does not hold exactly one string `params.name` (a member given twice is an error here).
-pub fn call_name(text: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Params<'a> {
-        #[serde(borrow)]
-        name: std::borrow::Cow<'a, str>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Call<'a> {
-        #[serde(borrow)]
-        params: Params<'a>,
-    }
-    serde_json::from_slice::<Call<'_>>(text)
-        .ok()
-        .map(|c| c.params.name.into_owned())
-}
-
 /// Parses a JSON text strictly.
 pub fn parse(text: &[u8]) -> Result<Value, Unreadable> {
     serde_json::from_slice::<Value>(text).map_err(|e| why(text, &e))
