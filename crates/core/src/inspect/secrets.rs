@@ -139,13 +139,18 @@ pub(crate) fn check_form(
     }
 }
 
-/// What one free input can hold, from its `type` and `format`.
+/// What one free input can hold, from its `type`, `format` and `maximum`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Holds {
     /// A string: any secret.
     Text,
     /// `type: number|integer`: digits only ([`numeric_concept`]).
     Number,
+    /// A number below 1000 (`maximum`): three digits at most, so at most a CVV; minutes of
+    /// validity, a count of attempts or a rating hold none of the longer numbers.
+    ThreeDigits,
+    /// A number below 100: two digits hold no secret (a count, a percentage, a rating).
+    TwoDigits,
     /// `format: date|date-time|time`: a date, so at most a card's expiry.
     Date,
 }
@@ -153,7 +158,11 @@ enum Holds {
 impl Holds {
     fn of(prop: &Value, kind: schema::PropKind) -> Holds {
         if matches!(kind, schema::PropKind::Number { .. }) {
-            return Holds::Number;
+            return match prop.get("maximum").and_then(Value::as_f64) {
+                Some(max) if max < 100.0 => Holds::TwoDigits,
+                Some(max) if max < 1000.0 => Holds::ThreeDigits,
+                _ => Holds::Number,
+            };
         }
         match prop.get("format").and_then(Value::as_str) {
             Some("date" | "date-time" | "time") => Holds::Date,
@@ -165,6 +174,8 @@ impl Holds {
         match self {
             Holds::Text => true,
             Holds::Number => numeric_concept(c),
+            Holds::ThreeDigits => c == Category::Cvv,
+            Holds::TwoDigits => false,
             Holds::Date => c == Category::CardExpiry,
         }
     }
