@@ -39,7 +39,7 @@ use elicitgate_core::mcp::jsonrpc::{Envelope, Kind};
 use elicitgate_core::mcp::message;
 use elicitgate_core::policy::{Policy, PolicySet};
 use elicitgate_core::request::session_of;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName, HeaderValue};
 use record::Recorder;
 pub use refusal::{Refusal, RefusalKind, SessionRefusal};
 use releases::{Release, Releases};
@@ -435,20 +435,17 @@ impl Enforcer {
             query,
             trace_ref,
         } = facts;
-        let header = |name: &str| {
-            headers
-                .and_then(|h| h.get(name))
-                .and_then(|v| v.to_str().ok())
-        };
-        let mut ambiguous = headers.and_then(repeated_header);
+        let acted_on = headers.map(ActedOn::read).unwrap_or_default();
+        let header = |i: usize| acted_on.values[i].and_then(|v| v.to_str().ok());
+        let mut ambiguous = acted_on.repeated;
         let (session, era) = match carrier {
             Carrier::Stdio => (Some(Arc::from(STDIO_SESSION)), Era::Legacy2025_11),
             _ => {
-                let (session, two_ways) = session_of(header("mcp-session-id"), query);
+                let (session, two_ways) = session_of(header(SESSION), query);
                 if two_ways {
                     ambiguous = ambiguous.or(Some("session.ambiguous"));
                 }
-                (session, Era::of_header(header("mcp-protocol-version")))
+                (session, Era::of_header(header(PROTOCOL)))
             }
         };
         // A resumed stream replays the messages of the request stream that carried the event
@@ -457,7 +454,7 @@ impl Enforcer {
         // a request.
         let associated = match carrier {
             Carrier::Get => false,
-            Carrier::Resume => match (&session, header("last-event-id")) {
+            Carrier::Resume => match (&session, header(LAST_EVENT)) {
                 (Some(s), Some(id)) => self.resumes.resumes_request(&route_name, s, id),
                 _ => false,
             },
@@ -647,23 +644,57 @@ impl Enforcer {
 /// value, Node's `http` (the TypeScript SDK's) joins the values with ", ", hyper's `get` the
 /// first; the gateway would judge one session, version or credential and the server use
 /// another.
-const SINGLE_HEADERS: [(&str, &str); 5] = [
-    ("mcp-session-id", "header.mcp-session-id.repeated"),
+static SINGLE_HEADERS: [(HeaderName, &str); 5] = [
     (
-        "mcp-protocol-version",
+        HeaderName::from_static("mcp-session-id"),
+        "header.mcp-session-id.repeated",
+    ),
+    (
+        HeaderName::from_static("mcp-protocol-version"),
         "header.mcp-protocol-version.repeated",
     ),
-    ("last-event-id", "header.last-event-id.repeated"),
-    ("authorization", "header.authorization.repeated"),
-    ("content-type", "header.content-type.repeated"),
+    (
+        HeaderName::from_static("last-event-id"),
+        "header.last-event-id.repeated",
+    ),
+    (
+        http::header::AUTHORIZATION,
+        "header.authorization.repeated",
+    ),
+    (http::header::CONTENT_TYPE, "header.content-type.repeated"),
 ];
 
-/// The refusal label of the first header of [`SINGLE_HEADERS`] given more than once.
-fn repeated_header(headers: &HeaderMap) -> Option<&'static str> {
-    SINGLE_HEADERS
-        .iter()
-        .find(|(name, _)| headers.get_all(*name).iter().nth(1).is_some())
-        .map(|(_, label)| *label)
+/// Indexes into [`SINGLE_HEADERS`] of the headers `begin` reads.
+const SESSION: usize = 0;
+const PROTOCOL: usize = 1;
+const LAST_EVENT: usize = 2;
+
+/// The headers of [`SINGLE_HEADERS`] as one pass over the request's headers found them:
+/// each one's value, and the refusal label of the first given more than once.
+#[derive(Default)]
+struct ActedOn<'a> {
+    values: [Option<&'a HeaderValue>; 5],
+    repeated: Option<&'static str>,
+}
+
+impl<'a> ActedOn<'a> {
+    fn read(headers: &'a HeaderMap) -> Self {
+        let mut out = ActedOn::default();
+        let mut seen = [0u8; 5];
+        for (name, value) in headers {
+            let Some(i) = SINGLE_HEADERS.iter().position(|(n, _)| n == name) else {
+                continue;
+            };
+            seen[i] = seen[i].saturating_add(1);
+            out.values[i].get_or_insert(value);
+        }
+        out.repeated = SINGLE_HEADERS
+            .iter()
+            .zip(seen)
+            .find(|(_, n)| *n > 1)
+            .map(|((_, label), _)| *label);
+        out
+    }
 }
 
 /// True when a JSON-RPC batch holds an elicitation answer (an `ElicitResult`-shaped result or
