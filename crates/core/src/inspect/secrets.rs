@@ -16,7 +16,10 @@
 //!   property's `default` are read as hidden text, where a term counts only next to a
 //!   request cue ("paste your API key in the next field").
 //! - The `message` and the schema's own title/description are checked only when the form
-//!   has at least one free-input property that is not exempted by `allow_property_names`.
+//!   has at least one free-input property that is not exempted by `allow_property_names`,
+//!   and only for what an input can hold. Over one input they are about it; over several
+//!   they count where they ask (a request verb near the term, not just "your") or name what
+//!   only a shaped input takes (a card's expiry above month and year numbers).
 //! - `format: "password"` and `writeOnly: true` are secrets whatever the name
 //!   (`secret.format:password`, `secret.write_only`).
 //!
@@ -78,10 +81,12 @@ pub(crate) fn check_form(
     // What the form's inputs can hold: its message and title taint only inputs that can
     // take what they name ("Thanks for changing your password — rate us" asks for a number).
     let mut room = Room::default();
+    let mut inputs = 0usize;
     for (name, prop) in props {
         if !allow.is_empty() && allow.contains(&text::fold(&text::nfkc(name))) {
             continue;
         }
+        inputs += 1;
         let kind = schema::kind_of(prop);
         let loc = || format!("properties.{}", key_loc(name));
         if let Some(f) = prop.get("format").and_then(Value::as_str) {
@@ -120,7 +125,15 @@ pub(crate) fn check_form(
     if room.is_empty() {
         return;
     }
-    for (kw, role) in [("title", Role::Label), ("description", Role::Prose)] {
+    // A form with one input: its message is about that input. With several, the message
+    // names the form's topic as often as it asks ("Thanks for resetting your password — rate
+    // us and tell us why"): it taints the inputs only where it asks, with a request verb.
+    let (title_role, prose_role) = if inputs == 1 {
+        (Role::Label, Role::Prose)
+    } else {
+        (Role::Asked, Role::Asked)
+    };
+    for (kw, role) in [("title", title_role), ("description", prose_role)] {
         if let Some(m) = schema
             .get(kw)
             .and_then(Value::as_str)
@@ -131,10 +144,19 @@ pub(crate) fn check_form(
             record(hits, lexicon, at, &m, step::FORM_TEXT);
         }
     }
-    if let Some(m) = message
-        .and_then(|m| lexicon.scan(m, Role::Prose))
-        .filter(|m| room.fits(m.category))
-    {
+    // Over several inputs a message still asks for what only a shaped input can take: "Bis
+    // wann ist Ihre Kreditkarte gültig?" above month and year numbers.
+    let asked = |m: &str| {
+        lexicon
+            .scan(m, prose_role)
+            .filter(|hit| room.fits(hit.category))
+            .or_else(|| {
+                lexicon
+                    .scan(m, Role::Prose)
+                    .filter(|hit| room.shaped_for(hit.category))
+            })
+    };
+    if let Some(m) = message.and_then(asked) {
         record(hits, lexicon, "message".into(), &m, step::FORM_TEXT);
     }
 }
@@ -196,6 +218,11 @@ impl Room {
     }
     fn fits(&self, c: Category) -> bool {
         self.0.iter().any(|h| h.fits(c))
+    }
+    /// An input that is not free text takes `c`: its shape (a number, a date) says what it
+    /// is for, where a text input says nothing.
+    fn shaped_for(&self, c: Category) -> bool {
+        self.0.iter().any(|h| *h != Holds::Text && h.fits(c))
     }
 }
 

@@ -42,8 +42,12 @@ pub enum Role {
     Prose,
     /// A place that cannot itself receive a secret but can tell the user to type one
     /// elsewhere (enum option titles, `enumNames`, defaults, boolean texts): every term
-    /// needs a cue.
+    /// needs a request verb, as in [`Role::Asked`] ("Remember your password" asks nothing).
     Hidden,
+    /// The message (or title) of a form with several inputs: it names the form's topic as
+    /// often as it asks, so every term needs a request *verb* ("enter", "paste", "введите";
+    /// not a possessive such as "your") within six words before it or three after.
+    Asked,
 }
 
 /// A scan's result: which term matched and its detector name.
@@ -657,7 +661,7 @@ impl SecretLexicon {
                 Role::Prose => {
                     self.terms[term].strength == Strength::Strong || self.cued(keys, i, len)
                 }
-                Role::Hidden => self.cued(keys, i, len),
+                Role::Hidden | Role::Asked => self.verb_cued(keys, i, len),
             };
             if homoglyph_ok && cue_ok {
                 return (Some(term), suppressed_seen);
@@ -797,6 +801,16 @@ impl SecretLexicon {
             .any(|w| self.ctx.cues.contains(*w))
     }
 
+    /// A request verb (a cue that is not also a linker, so not "your") within six words
+    /// before the term or three after it.
+    fn verb_cued(&self, keys: &[&str], i: usize, len: usize) -> bool {
+        let after = (i + len + 3).min(keys.len());
+        keys[i.saturating_sub(6)..i]
+            .iter()
+            .chain(&keys[i + len..after])
+            .any(|w| self.ctx.cues.contains(*w) && !self.ctx.linkers.contains(*w))
+    }
+
     fn scan_compact(&self, text: &str, role: Role) -> Option<usize> {
         let ac = self.compact.as_ref()?;
         let c = text::compact(text);
@@ -812,7 +826,7 @@ impl SecretLexicon {
             let needs_cue = match role {
                 Role::Label => false,
                 Role::Prose => self.terms[term].strength == Strength::Weak,
-                Role::Hidden => true,
+                Role::Hidden | Role::Asked => true,
             };
             if needs_cue && !self.compact_cued(&c, m.start(), m.end()) {
                 continue;
