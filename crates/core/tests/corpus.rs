@@ -27,6 +27,7 @@ struct Case {
     id: String,
     lang: String,
     concept: String,
+    category: Category,
     input: Value,
     expect: String,
     rules: BTreeSet<String>,
@@ -35,8 +36,13 @@ struct Case {
     policy: Option<Value>,
 }
 
-fn load() -> Vec<Case> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/corpus");
+/// The tuning half, `tests/corpus/*.jsonl`.
+const TUNING: &str = "../../tests/corpus";
+/// The held-out half, written before tuning and never tuned on.
+const HELD_OUT: &str = "../../tests/corpus/heldout";
+
+fn load(sub: &str) -> Vec<Case> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(sub);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("corpus dir")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -72,11 +78,21 @@ fn load() -> Vec<Case> {
             for r in &rules {
                 assert!(r.parse::<RuleId>().is_ok(), "{id}: unknown rule {r}");
             }
+            let category = match s("category").as_deref() {
+                Some("secret") => Category::Secret,
+                Some("benign") => Category::Benign,
+                Some("hard") => Category::Hard,
+                Some(other) => panic!("{id}: unknown category {other}"),
+                None if file.starts_with("hiding") || file.contains("romanised") => Category::Hard,
+                None if expect == "deny" => Category::Secret,
+                None => Category::Benign,
+            };
             out.push(Case {
                 file: file.clone(),
                 id,
                 lang: s("lang").unwrap_or_else(|| "?".into()),
                 concept: s("concept").unwrap_or_else(|| "-".into()),
+                category,
                 input: v["input"].clone(),
                 expect,
                 rules,
@@ -197,6 +213,202 @@ fn ratio(a: u32, b: u32) -> String {
     }
 }
 
+/// What a case measures: an unambiguous secret ask in a listed language, an unambiguous
+/// ordinary form (or one about a secret that cannot hold it), or a hard case (evasions,
+/// asks by context only, romanised text, languages beyond the list, and their benign
+/// look-alikes). Tuning cases without a `category` field: `hiding` and `romanised` files
+/// are hard, the rest secret or benign by their expected decision.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+enum Category {
+    Secret,
+    Benign,
+    Hard,
+}
+
+impl Category {
+    const ALL: [Category; 3] = [Category::Secret, Category::Benign, Category::Hard];
+
+    fn name(self) -> &'static str {
+        match self {
+            Category::Secret => "secret asks",
+            Category::Benign => "benign forms",
+            Category::Hard => "hard cases",
+        }
+    }
+
+    /// The figure that counts for the category, and its target (docs/policy.md).
+    fn target(self) -> (&'static str, f64) {
+        match self {
+            Category::Secret => ("recall", 0.99),
+            Category::Benign => ("false blocks", 0.005),
+            Category::Hard => ("correct", 0.85),
+        }
+    }
+}
+
+/// Correct decisions per category.
+#[derive(Default, Clone, Copy)]
+struct Tally {
+    cases: u32,
+    correct: u32,
+    deny: u32,
+    blocked: u32,
+}
+
+impl Tally {
+    /// Recall for secret asks, the false-block rate for benign forms, accuracy for hard
+    /// cases.
+    fn figure(&self, cat: Category) -> f64 {
+        let part = |a: u32, b: u32| {
+            if b == 0 {
+                0.0
+            } else {
+                f64::from(a) / f64::from(b)
+            }
+        };
+        match cat {
+            Category::Secret | Category::Hard => part(self.correct, self.cases),
+            Category::Benign => part(self.cases - self.correct, self.cases),
+        }
+    }
+}
+
+/// Per category: the cases and how many got their expected decision.
+fn tally(cases: &[Case]) -> BTreeMap<Category, Tally> {
+    let mut out: BTreeMap<Category, Tally> = BTreeMap::new();
+    for case in cases {
+        let got_deny = run(case).decision.as_str() == "deny";
+        let t = out.entry(case.category).or_default();
+        t.cases += 1;
+        t.correct += u32::from(got_deny == (case.expect == "deny"));
+        t.deny += u32::from(case.expect == "deny");
+        t.blocked += u32::from(got_deny);
+    }
+    out
+}
+
+/// The Markdown table docs/policy.md carries ("Measured"): both halves per category.
+fn figures_table(tuning: &BTreeMap<Category, Tally>, held: &BTreeMap<Category, Tally>) -> String {
+    let mut t = String::from(
+        "| Category | Figure (target) | Tuning half | Held-out half |\n|---|---|---:|---:|\n",
+    );
+    let cell = |m: &BTreeMap<Category, Tally>, c: Category| {
+        let x = m.get(&c).copied().unwrap_or_default();
+        format!("{:.1} % of {}", 100.0 * x.figure(c), x.cases)
+    };
+    for c in Category::ALL {
+        let (what, target) = c.target();
+        let bound = if c == Category::Benign { "≤" } else { "≥" };
+        t.push_str(&format!(
+            "| {} | {what} ({bound} {} %) | {} | {} |\n",
+            c.name(),
+            100.0 * target,
+            cell(tuning, c),
+            cell(held, c)
+        ));
+    }
+    t
+}
+
+/// The held-out half: per category, against the targets, and the table docs/policy.md
+/// shows (it must be the current one). Wrong decisions are counted, not listed: this half
+/// is never tuned on.
+#[test]
+fn held_out() {
+    let held_cases = load(HELD_OUT);
+    assert!(
+        held_cases.len() >= 1000,
+        "held-out half has only {} cases",
+        held_cases.len()
+    );
+    let held = tally(&held_cases);
+    let tuning = tally(&load(TUNING));
+    let table = figures_table(&tuning, &held);
+    println!("\n{table}");
+    // Wrong decisions by file, language and detector: counts only, never the cases.
+    let mut wrong: BTreeMap<String, u32> = BTreeMap::new();
+    let mut misses = 0;
+    for c in &held_cases {
+        let verdict = run(c);
+        let got_deny = verdict.decision.as_str() == "deny";
+        if got_deny == (c.expect == "deny") {
+            continue;
+        }
+        misses += 1;
+        let how = if got_deny { "false block" } else { "miss" };
+        *wrong
+            .entry(format!("{how} in {} ({:?})", c.file, c.category))
+            .or_default() += 1;
+        *wrong.entry(format!("{how} lang {}", c.lang)).or_default() += 1;
+        for f in &verdict.findings {
+            *wrong.entry(format!("{how} by {}", f.detector)).or_default() += 1;
+            let part = match f.location.rsplit('.').next() {
+                Some(p @ ("title" | "description" | "message" | "default" | "format")) => p,
+                _ if f.location.starts_with("properties.") => "name",
+                _ => "other",
+            };
+            let step = f.because.unwrap_or("-");
+            *wrong.entry(format!("{how} at {part}: {step}")).or_default() += 1;
+            if part == "message" {
+                let props = c
+                    .input
+                    .pointer("/requestedSchema/properties")
+                    .or_else(|| c.input.pointer("/params/requestedSchema/properties"))
+                    .and_then(Value::as_object);
+                let (mut text, mut other) = (0, 0);
+                for p in props.into_iter().flat_map(|m| m.values()) {
+                    let free = p.get("enum").is_none()
+                        && matches!(p.get("type").and_then(Value::as_str), Some("string"));
+                    if free && p.get("format").is_none() {
+                        text += 1
+                    } else {
+                        other += 1
+                    }
+                }
+                *wrong
+                    .entry(format!(
+                        "{how} at message: {text} text inputs, {other} others"
+                    ))
+                    .or_default() += 1;
+            }
+        }
+    }
+    println!("held-out cases decided wrongly: {misses}");
+    for (k, n) in &wrong {
+        println!("  {n:>4}  {k}");
+    }
+    let docs =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/policy.md"))
+            .expect("docs/policy.md");
+    assert!(
+        docs.contains(&table),
+        "docs/policy.md must show the current figures:\n{table}"
+    );
+    for (c, bound) in HELD_OUT_REACHED {
+        let (what, _) = c.target();
+        let x = held.get(&c).copied().unwrap_or_default();
+        let ok = if c == Category::Benign {
+            x.figure(c) <= bound
+        } else {
+            x.figure(c) >= bound
+        };
+        assert!(
+            ok,
+            "held-out {}: {what} {:.4}, worse than the {bound} this revision reached",
+            c.name(),
+            x.figure(c)
+        );
+    }
+}
+
+/// What this revision reaches on the held-out half, rounded to the worse side (docs/policy.md
+/// says which targets that meets): a change that does worse fails here.
+const HELD_OUT_REACHED: [(Category, f64); 3] = [
+    (Category::Secret, 0.955),
+    (Category::Benign, 0.045),
+    (Category::Hard, 0.875),
+];
+
 /// Files whose every case must be exact (hand-curated regressions).
 fn exact_file(file: &str) -> bool {
     ["forms_", "protocol", "schema", "seeds", "urls."]
@@ -229,7 +441,7 @@ const CONCEPTS: &[&str] = &[
 
 #[test]
 fn corpus() {
-    let cases = load();
+    let cases = load(TUNING);
     let mut per_rule: BTreeMap<String, Counts> = BTreeMap::new();
     let mut per_lang: BTreeMap<String, Slice> = BTreeMap::new();
     let mut per_concept: BTreeMap<String, Slice> = BTreeMap::new();
