@@ -657,10 +657,7 @@ static SINGLE_HEADERS: [(HeaderName, &str); 5] = [
         HeaderName::from_static("last-event-id"),
         "header.last-event-id.repeated",
     ),
-    (
-        http::header::AUTHORIZATION,
-        "header.authorization.repeated",
-    ),
+    (http::header::AUTHORIZATION, "header.authorization.repeated"),
     (http::header::CONTENT_TYPE, "header.content-type.repeated"),
 ];
 
