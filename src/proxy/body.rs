@@ -12,6 +12,7 @@
 //! bytes. At the end of an SSE stream the unfinished tail goes to the judge too (a client may
 //! dispatch it).
 
+use super::observe::{AccessLine, Observed};
 use super::sse_judge::{Judging, Step, StreamJudge};
 use super::upstream::UpstreamBody;
 use crate::error::GatewayError;
@@ -112,7 +113,26 @@ pub enum ResponseBody {
     Relay(Box<Relay>),
     /// Either, counted and closed by the request's access line and span
     /// ([`super::observe`]).
-    Observed(Box<super::observe::Observed>),
+    Observed(Box<Observed<ResponseBody>>),
+}
+
+impl ResponseBody {
+    /// `self` observed to its end (the access line, the request's span) when there is
+    /// anything to observe; unchanged otherwise.
+    pub fn observed(
+        self,
+        started: std::time::Instant,
+        status: u16,
+        access: Option<AccessLine>,
+        trace: Option<opentelemetry::Context>,
+    ) -> ResponseBody {
+        if access.is_none() && trace.is_none() {
+            return self;
+        }
+        ResponseBody::Observed(Box::new(Observed::new(
+            self, started, status, access, trace,
+        )))
+    }
 }
 
 impl ResponseBody {

@@ -29,7 +29,7 @@ use super::answer::HttpAnswer;
 use super::body::{Relay, ResponseBody, Source};
 use super::headers;
 use super::oauth;
-use super::observe::{AccessLine, Observed, Trail};
+use super::observe::{AccessLine, Trail};
 use super::read;
 use super::request_metrics::HttpMethod;
 use super::respond;
@@ -210,7 +210,7 @@ fn observed(
         head_ms: crate::spans::millis(trail.started.elapsed()),
     });
     let (parts, body) = response.into_parts();
-    let body = Observed::wrap(body, trail.started, status, line, trail.trace.take());
+    let body = body.observed(trail.started, status, line, trail.trace.take());
     Response::from_parts(parts, body)
 }
 

@@ -7,7 +7,6 @@
 //! line holds labels, sizes, times and addresses, never bodies, headers or credentials. With
 //! neither `log.access` nor traces on, responses are not wrapped at all.
 
-use super::body::{BoxError, ResponseBody};
 use super::request_metrics::HttpMethod;
 use crate::spans as otel;
 use bytes::Bytes;
@@ -91,9 +90,10 @@ pub struct AccessLine {
 }
 
 /// A response body that counts what it sends and, when it ends or is dropped, writes the
-/// access line and ends the request's span.
-pub struct Observed {
-    inner: ResponseBody,
+/// access line and ends the request's span. Generic over the body it wraps, so that the
+/// response body type (`body::ResponseBody`, which holds one of these) is not needed here.
+pub struct Observed<B: Body> {
+    inner: B,
     started: Instant,
     sent: u64,
     ended: bool,
@@ -102,19 +102,16 @@ pub struct Observed {
     trace: Option<Context>,
 }
 
-impl Observed {
-    /// Wraps `inner` when there is anything to observe; returns it unchanged otherwise.
-    pub fn wrap(
-        inner: ResponseBody,
+impl<B: Body<Data = Bytes> + Unpin> Observed<B> {
+    /// Observes `inner`; `access` and `trace` say what to finish when it ends.
+    pub fn new(
+        inner: B,
         started: Instant,
         status: u16,
         access: Option<AccessLine>,
         trace: Option<Context>,
-    ) -> ResponseBody {
-        if access.is_none() && trace.is_none() {
-            return inner;
-        }
-        ResponseBody::Observed(Box::new(Self {
+    ) -> Self {
+        Self {
             inner,
             started,
             sent: 0,
@@ -122,13 +119,13 @@ impl Observed {
             status,
             access,
             trace,
-        }))
+        }
     }
 
     pub fn poll_frame(
         &mut self,
         cx: &mut TaskContext<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
         // Decisions made while the body is relayed (SSE events judged) belong to this
         // request's span.
         let _attached = self.trace.clone().map(Context::attach);
@@ -145,12 +142,12 @@ impl Observed {
         polled
     }
 
-    pub fn inner(&self) -> &ResponseBody {
+    pub fn inner(&self) -> &B {
         &self.inner
     }
 }
 
-impl Drop for Observed {
+impl<B: Body> Drop for Observed<B> {
     fn drop(&mut self) {
         let complete = self.ended || self.inner.is_end_stream();
         if let Some(line) = &self.access {

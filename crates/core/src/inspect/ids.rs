@@ -31,8 +31,6 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::pii::{digits_of, luhn};
-
 /// A country whose identity numbers are recognised.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -429,6 +427,38 @@ pub(crate) fn scan_hinted(value: &str, hint: Hint) -> Option<&'static str> {
 }
 
 // === Shared arithmetic ===
+
+/// The decimal digits of `s`, separators dropped (identity numbers here, card numbers in
+/// `pii`).
+pub(crate) fn digits_of(s: &str) -> Vec<u8> {
+    s.bytes()
+        .filter(u8::is_ascii_digit)
+        .map(|b| b - b'0')
+        .collect()
+}
+
+/// The Luhn check (payment cards in `pii`; Swedish, South African and other ids here).
+pub(crate) fn luhn(d: &[u8]) -> bool {
+    let sum: u32 = d
+        .iter()
+        .rev()
+        .enumerate()
+        .map(|(i, &x)| {
+            let x = u32::from(x);
+            if i % 2 == 1 {
+                let y = x * 2;
+                if y > 9 {
+                    y - 9
+                } else {
+                    y
+                }
+            } else {
+                x
+            }
+        })
+        .sum();
+    sum.is_multiple_of(10)
+}
 
 fn num(d: &[u8]) -> u32 {
     d.iter().fold(0, |acc, x| acc * 10 + u32::from(*x))

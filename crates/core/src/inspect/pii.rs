@@ -25,7 +25,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::ids;
+use super::ids::{self, digits_of, luhn};
 
 #[allow(clippy::expect_used)]
 fn re(pattern: &str) -> Regex {
@@ -209,39 +209,10 @@ fn mixed_charset(s: &str) -> bool {
         && s.bytes().any(|b| b.is_ascii_lowercase())
 }
 
-pub(crate) fn digits_of(s: &str) -> Vec<u8> {
-    s.bytes()
-        .filter(u8::is_ascii_digit)
-        .map(|b| b - b'0')
-        .collect()
-}
-
 fn prefix_num(d: &[u8], k: usize) -> u32 {
     d.iter()
         .take(k)
         .fold(0u32, |acc, x| acc * 10 + u32::from(*x))
-}
-
-pub(crate) fn luhn(d: &[u8]) -> bool {
-    let sum: u32 = d
-        .iter()
-        .rev()
-        .enumerate()
-        .map(|(i, &x)| {
-            let x = u32::from(x);
-            if i % 2 == 1 {
-                let y = x * 2;
-                if y > 9 {
-                    y - 9
-                } else {
-                    y
-                }
-            } else {
-                x
-            }
-        })
-        .sum();
-    sum.is_multiple_of(10)
 }
 
 fn is_card(candidate: &str) -> bool {
