@@ -368,7 +368,8 @@ fn the_binary_applies_a_new_log_level_and_warns_about_listen() {
     let (mut child, rx) = serve_with_stderr(&path, admin);
     write_atomically(&path, &yaml("info", port + 1));
     let mut seen = Vec::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    // A bound on waiting, not a timing assertion: the file watcher is slow on a loaded machine.
+    let deadline = std::time::Instant::now() + Duration::from_secs(45);
     while std::time::Instant::now() < deadline {
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
             seen.push(line);
