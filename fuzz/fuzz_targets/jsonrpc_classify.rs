@@ -8,8 +8,8 @@
 //!   not look into — number range, surrogates, UTF-8, depth, control characters — are left to
 //!   the strict read every judging path makes);
 //! - on bytes that parse, `peek`'s kind equals the reference below (check `peek-shape`):
-//!   a member `id`/`method`/`result`/`error` given twice is invalid (whatever any one reader
-//!   keeps); request = string `method` + string/number `id`, no `result`/`error`;
+//!   a member `id`/`method`/`result`/`error`/`params` given twice is invalid (whatever any
+//!   one reader keeps: a server reading the other `params` would run another tool); request = string `method` + string/number `id`, no `result`/`error`;
 //!   notification = string `method`, `id` absent or null, no `result`/`error`; response = no
 //!   `method`, exactly one of `result`/`error` (either may be `null`), string/number `id` (or
 //!   absent/null `id` with `error`); anything else invalid. Arrays are batches.
@@ -71,7 +71,7 @@ fn reference(entries: &[(String, Value)], strict_envelope: bool) -> Ref {
         e.1 = v; // last wins, as serde_json's Value
     }
     let get = |k: &str| seen.get(k).map(|(_, v)| *v);
-    for k in ["id", "method", "result", "error"] {
+    for k in ["id", "method", "result", "error", "params"] {
         if seen.get(k).is_some_and(|(n, _)| *n > 1) {
             return Ref::Invalid;
         }

@@ -126,18 +126,12 @@ fn params_name<'de, D: serde::Deserializer<'de>>(
             self,
             mut map: A,
         ) -> Result<Self::Value, A::Error> {
-            #[derive(Deserialize)]
-            #[serde(untagged)]
-            enum Member<'a> {
-                Text(#[serde(borrow)] Cow<'a, str>),
-                Other(serde::de::IgnoredAny),
-            }
             let mut name = None;
             let mut names = 0u8;
             while let Some(key) = map.next_key::<Cow<'de, str>>()? {
                 if key == "name" {
                     names = names.saturating_add(1);
-                    if let Member::Text(t) = map.next_value::<Member<'de>>()? {
+                    if let Text(Some(t)) = map.next_value::<Text<'de>>()? {
                         name = Some(t);
                     }
                 } else {
@@ -188,16 +182,68 @@ enum MethodMember<'a> {
 fn method_member<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<MethodMember<'de>>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Member<'a> {
-        Name(#[serde(borrow)] Cow<'a, str>),
-        Other(serde::de::IgnoredAny),
-    }
-    Ok(Some(match Member::deserialize(d)? {
-        Member::Name(name) => MethodMember::Name(name),
-        Member::Other(_) => MethodMember::NotAString,
+    Ok(Some(match Text::deserialize(d)?.0 {
+        Some(name) => MethodMember::Name(name),
+        None => MethodMember::NotAString,
     }))
+}
+
+/// Any JSON value, kept only when it is a string (borrowed from the body when it has no
+/// escapes). Read in one pass, without buffering the value as `#[serde(untagged)]` would.
+struct Text<'a>(Option<Cow<'a, str>>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Text(Some(Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Text(Some(Cow::Owned(v.to_owned()))))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Text(Some(Cow::Owned(v))))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                while map
+                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                    .is_some()
+                {}
+                Ok(Text(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Text(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(Text(None))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 /// Deserialises any value (bounded by serde_json's depth limit) and records that it was there.
