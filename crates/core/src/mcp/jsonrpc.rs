@@ -100,76 +100,7 @@ struct Peek<'a> {
     /// Only its `name` member is kept; a second `params` makes the message unreadable, as a
     /// second `method` does (a server reading the other one would run another tool).
     #[serde(borrow, default, deserialize_with = "params_name")]
-    params: Option<ParamsName<'a>>,
-}
-
-/// `params.name` as [`Envelope::peek`] reads it.
-enum ParamsName<'a> {
-    /// Exactly one `name` member, a string.
-    Name(Cow<'a, str>),
-    /// No usable `name`: not an object, no `name`, a `name` that is not a string or given
-    /// twice.
-    None,
-}
-
-/// Reads `params` (any JSON value) and keeps only a single string `name` member.
-fn params_name<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> Result<Option<ParamsName<'de>>, D::Error> {
-    struct Visitor;
-    impl<'de> serde::de::Visitor<'de> for Visitor {
-        type Value = ParamsName<'de>;
-        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-            f.write_str("any JSON value")
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(
-            self,
-            mut map: A,
-        ) -> Result<Self::Value, A::Error> {
-            let mut name = None;
-            let mut names = 0u8;
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                if key == "name" {
-                    names = names.saturating_add(1);
-                    if let Text(Some(t)) = map.next_value::<Text<'de>>()? {
-                        name = Some(t);
-                    }
-                } else {
-                    map.next_value::<serde::de::IgnoredAny>()?;
-                }
-            }
-            Ok(match (names, name) {
-                (1, Some(n)) => ParamsName::Name(n),
-                _ => ParamsName::None,
-            })
-        }
-        fn visit_seq<A: serde::de::SeqAccess<'de>>(
-            self,
-            mut seq: A,
-        ) -> Result<Self::Value, A::Error> {
-            while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-            Ok(ParamsName::None)
-        }
-        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(ParamsName::None)
-        }
-        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-            Ok(ParamsName::None)
-        }
-        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-            Ok(ParamsName::None)
-        }
-        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-            Ok(ParamsName::None)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
-            Ok(ParamsName::None)
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(ParamsName::None)
-        }
-    }
-    d.deserialize_any(Visitor).map(Some)
+    params: Option<Cow<'a, str>>,
 }
 
 /// A `method` member as [`Envelope::peek`] sees it.
@@ -182,67 +113,81 @@ enum MethodMember<'a> {
 fn method_member<'de, D: serde::Deserializer<'de>>(
     d: D,
 ) -> Result<Option<MethodMember<'de>>, D::Error> {
-    Ok(Some(match Text::deserialize(d)?.0 {
+    Ok(Some(match d.deserialize_any(Skim::Text)? {
         Some(name) => MethodMember::Name(name),
         None => MethodMember::NotAString,
     }))
 }
 
-/// Any JSON value, kept only when it is a string (borrowed from the body when it has no
-/// escapes). Read in one pass, without buffering the value as `#[serde(untagged)]` would.
-struct Text<'a>(Option<Cow<'a, str>>);
+/// `params.name`: `None` when `params` is not an object, has no `name`, or its `name` is not
+/// a string or is given twice.
+fn params_name<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Cow<'de, str>>, D::Error> {
+    d.deserialize_any(Skim::NameMember)
+}
 
-impl<'de> Deserialize<'de> for Text<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Text(Some(Cow::Borrowed(v))))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Text(Some(Cow::Owned(v.to_owned()))))
-            }
-            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Text(Some(Cow::Owned(v))))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                while map
-                    .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
-                    .is_some()
-                {}
-                Ok(Text(None))
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
-                Ok(Text(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
-                Ok(Text(None))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
-                Ok(Text(None))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
-                Ok(Text(None))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
-                Ok(Text(None))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Text(None))
+/// Reads any JSON value in one pass, keeping one string of it (borrowed from the body when it
+/// has no escapes) and skimming the rest, without buffering the value as
+/// `#[serde(untagged)]` would.
+#[derive(Clone, Copy)]
+enum Skim {
+    /// The value itself, when it is a string.
+    Text,
+    /// The single string `name` member of an object.
+    NameMember,
+}
+
+impl<'de> serde::de::Visitor<'de> for Skim {
+    type Value = Option<Cow<'de, str>>;
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(matches!(self, Skim::Text).then_some(Cow::Borrowed(v)))
+    }
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(matches!(self, Skim::Text).then(|| Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(matches!(self, Skim::Text).then_some(Cow::Owned(v)))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let (mut name, mut names) = (None, 0u8);
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            if matches!(self, Skim::NameMember) && key == "name" {
+                names = names.saturating_add(1);
+                name = map.next_value_seed(Skim::Text)?;
+            } else {
+                map.next_value::<serde::de::IgnoredAny>()?;
             }
         }
-        d.deserialize_any(Visitor)
+        Ok(name.filter(|_| names == 1))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// A [`Skim`] is also the seed of a member's value.
+impl<'de> serde::de::DeserializeSeed<'de> for Skim {
+    type Value = Option<Cow<'de, str>>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        d.deserialize_any(self)
     }
 }
 
@@ -305,7 +250,7 @@ impl Envelope {
             _ => None,
         };
         let tool = match (method, peek.params) {
-            (Some("tools/call"), Some(ParamsName::Name(n))) => Some(n.into_owned()),
+            (Some("tools/call"), Some(n)) => Some(n.into_owned()),
             _ => None,
         };
         Envelope {
