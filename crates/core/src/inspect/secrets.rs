@@ -151,8 +151,11 @@ pub(crate) fn check_form(
             .scan(m, prose_role)
             .filter(|hit| room.fits(hit.category))
             .or_else(|| {
-                lexicon
-                    .scan(m, Role::Prose)
+                // A second reading only where it can differ: several inputs, one shaped.
+                let shaped = prose_role == Role::Asked && room.0.iter().any(|h| *h != Holds::Text);
+                shaped
+                    .then(|| lexicon.scan(m, Role::Prose))
+                    .flatten()
                     .filter(|hit| room.shaped_for(hit.category))
             })
     };
