@@ -119,16 +119,27 @@ pub(crate) fn check_form(
         // property of a secret (`key_title`, `min_password_length`), they name the secret as
         // the topic ("Add an SSH key to your profile"), not as something to type.
         if check_field(name, prop, kind, message, lexicon, &loc(), hits) {
-            room.add(Holds::of(prop, kind));
+            // An input labelled with what it holds ("Feedback", `reason`, `rating`) is not a
+            // blank the message can fill with a secret it names in passing.
+            let title = prop.get("title").and_then(Value::as_str);
+            let own =
+                lexicon.names_content(name) || title.is_some_and(|t| lexicon.names_content(t));
+            if !named_format(prop) {
+                room.add(Holds::of(prop, kind), own);
+            }
         }
     }
-    if room.is_empty() {
+    // The message fills only blank inputs: one labelled with what it holds ("Feedback",
+    // `order_number`), or shaped as an address or an identifier (`format: email`), says what
+    // it takes, whatever secret the message names.
+    if !room.has_blank() {
         return;
     }
-    // A form with one input: its message is about that input. With several, the message
-    // names the form's topic as often as it asks ("Thanks for resetting your password — rate
-    // us and tell us why"): it taints the inputs only where it asks, with a request verb.
-    let (title_role, prose_role) = if inputs == 1 {
+    // A form with one blank input: its message is about that input. With several, or over
+    // an input that names its own content, the message names the form's topic as often as
+    // it asks ("Thanks for resetting your password — rate us and tell us why"): it taints
+    // the inputs only where it asks, with a request verb.
+    let (title_role, prose_role) = if inputs == 1 && room.has_blank() {
         (Role::Label, Role::Prose)
     } else {
         (Role::Asked, Role::Asked)
@@ -147,12 +158,16 @@ pub(crate) fn check_form(
     // Over several inputs a message still asks for what only a shaped input can take: "Bis
     // wann ist Ihre Kreditkarte gültig?" above month and year numbers.
     let asked = |m: &str| {
+        // A message that is itself a label ("PAN:", "Pwd:") over one blank input names it.
+        let label = prose_role == Role::Prose
+            && m.trim_end().ends_with([':', '：'])
+            && m.split_whitespace().count() <= 4;
         lexicon
-            .scan(m, prose_role)
+            .scan(m, if label { Role::Label } else { prose_role })
             .filter(|hit| room.fits(hit.category))
             .or_else(|| {
                 // A second reading only where it can differ: several inputs, one shaped.
-                let shaped = prose_role == Role::Asked && room.0.iter().any(|h| *h != Holds::Text);
+                let shaped = prose_role == Role::Asked && room.0.iter().any(|s| s.shaped());
                 shaped
                     .then(|| lexicon.scan(m, Role::Prose))
                     .flatten()
@@ -190,7 +205,7 @@ impl Holds {
             };
         }
         match prop.get("format").and_then(Value::as_str) {
-            Some("date" | "date-time" | "time") => Holds::Date,
+            Some(f) if DATE_FORMATS.contains(&f) => Holds::Date,
             _ => Holds::Text,
         }
     }
@@ -206,52 +221,82 @@ impl Holds {
     }
 }
 
-/// The inputs of one form, by what they can hold.
-#[derive(Debug, Default)]
-struct Room(Vec<Holds>);
+/// One kind of input of a form: what it can hold, and whether its label names what it
+/// holds (`rating`, "Feedback") rather than leaving it blank (`value`, `month`, untitled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Slot {
+    holds: Holds,
+    own: bool,
+}
 
-impl Room {
-    fn add(&mut self, h: Holds) {
-        if !self.0.contains(&h) {
-            self.0.push(h);
-        }
-    }
-    fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-    fn fits(&self, c: Category) -> bool {
-        self.0.iter().any(|h| h.fits(c))
-    }
-    /// An input that is not free text takes `c`: its shape (a number, a date) says what it
-    /// is for, where a text input says nothing.
-    fn shaped_for(&self, c: Category) -> bool {
-        self.0.iter().any(|h| *h != Holds::Text && h.fits(c))
+impl Slot {
+    /// A blank input that is not free text: its shape (a number, a date) says what it is
+    /// for, where a text input says nothing.
+    fn shaped(&self) -> bool {
+        self.holds != Holds::Text && !self.own
     }
 }
 
-/// Formats that say what a field holds and that no secret has (an e-mail address, a date):
+/// The inputs of one form, by what they can hold.
+#[derive(Debug, Default)]
+struct Room(Vec<Slot>);
+
+impl Room {
+    fn add(&mut self, holds: Holds, own: bool) {
+        let slot = Slot { holds, own };
+        if !self.0.contains(&slot) {
+            self.0.push(slot);
+        }
+    }
+    /// Some input's label leaves it blank.
+    fn has_blank(&self) -> bool {
+        self.0.iter().any(|s| !s.own)
+    }
+    /// A blank input can hold `c`.
+    fn fits(&self, c: Category) -> bool {
+        self.0.iter().any(|s| !s.own && s.holds.fits(c))
+    }
+    /// A blank shaped input takes `c` ([`Slot::shaped`]) by its shape: a PIN, a code, a
+    /// card's digits or expiry; a password of digits is possible, but a number field is no
+    /// sign of one.
+    fn shaped_for(&self, c: Category) -> bool {
+        c != Category::Password && self.0.iter().any(|s| s.shaped() && s.holds.fits(c))
+    }
+}
+
+/// Formats that say what a field holds and that no secret has (an e-mail address, a host):
 /// their descriptions mention secrets only as instructions ("we will send a verification
-/// code to this address"), so a term there needs a request cue.
+/// code to this address"), so a term there needs a request cue, and a message naming a
+/// secret does not fill them.
 const NAMED_FORMATS: &[&str] = &[
     "email",
     "idn-email",
     "uri",
     "iri",
-    "date",
-    "date-time",
-    "time",
     "hostname",
     "ipv4",
     "ipv6",
     "uuid",
 ];
 
-/// Concepts a number can hold: a numeric field (`type: number|integer`) cannot take a
-/// password, key, token or phrase, so a "seed" or "token" there is something else.
+/// Formats of a date: at most a card's expiry ([`Holds::Date`]).
+const DATE_FORMATS: &[&str] = &["date", "date-time", "time"];
+
+/// A property in one of the [`NAMED_FORMATS`].
+fn named_format(prop: &Value) -> bool {
+    prop.get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|f| NAMED_FORMATS.contains(&f))
+}
+
+/// Concepts a number can hold: a numeric field (`type: number|integer`) cannot take a key,
+/// token or phrase, so a "seed" or "token" there is something else; a password of digits
+/// (a passcode, a payment password) it can.
 fn numeric_concept(c: Category) -> bool {
     matches!(
         c,
         Category::Pin
+            | Category::Password
             | Category::Otp
             | Category::Card
             | Category::CardExpiry
@@ -275,11 +320,7 @@ fn check_field(
 ) -> bool {
     let title = prop.get("title").and_then(Value::as_str);
     let description = prop.get("description").and_then(Value::as_str);
-    let named_format = prop
-        .get("format")
-        .and_then(Value::as_str)
-        .is_some_and(|f| NAMED_FORMATS.contains(&f));
-    let prose = if named_format {
+    let prose = if named_format(prop) {
         Role::Hidden
     } else {
         Role::Prose

@@ -98,7 +98,9 @@ impl Pat {
         if self.stem {
             key.starts_with(self.text.as_str())
         } else {
-            key == self.text || strip_digits(key) == Some(self.text.as_str())
+            key == self.text
+                || strip_digits(key) == Some(self.text.as_str())
+                || plural_of(key) == Some(self.text.as_str())
         }
     }
 }
@@ -118,6 +120,14 @@ struct Context {
     actions: HashSet<String>,
     linkers: HashSet<String>,
     cues: HashSet<String>,
+    /// Words naming a field's ordinary content (`feedback`, `email`, `rating`).
+    content: HashSet<String>,
+    /// Words that leave a label blank (`code`, `number`, `value`).
+    blank: HashSet<String>,
+    /// Cues that are no request verb (`need`, `choose`).
+    weak_cues: HashSet<String>,
+    /// Words that turn a request into a prohibition (`never`, `not`).
+    negations: HashSet<String>,
     /// Folded clitic prefixes, longest first.
     clitics: Vec<String>,
 }
@@ -138,6 +148,12 @@ pub struct SecretLexicon {
     /// Per compact pattern: the term it names, or `None` for a suppressor.
     compact_kinds: Vec<Option<usize>>,
     compact_cues: AhoCorasick,
+    /// Content words of scripts written without spaces (`意见`, `ความคิดเห็น`).
+    compact_content: Option<AhoCorasick>,
+    /// Blank words of scripts written without spaces (`番号`, `코드`).
+    compact_blank: Option<AhoCorasick>,
+    /// Negations of scripts written without spaces (`不要`, `อย่า`).
+    compact_negations: Option<AhoCorasick>,
     ctx: Context,
 }
 
@@ -171,8 +187,19 @@ fn skeleton_fold(word: &str) -> String {
     text::fold(&sk)
 }
 
+/// [`skeleton_fold`] of the word in capitals.
+fn upper_skeleton(word: &str) -> String {
+    skeleton_fold(&word.to_uppercase())
+}
+
 fn has_compact_char(s: &str) -> bool {
     !s.is_ascii() && s.chars().any(text::is_compact_script)
+}
+
+/// `word` without a plural `s` (`tokens`, `codes`), for words of at least three letters.
+fn plural_of(word: &str) -> Option<&str> {
+    word.strip_suffix('s')
+        .filter(|w| w.len() >= 3 && !w.ends_with('s') && w.is_ascii())
 }
 
 /// `word` without its trailing ASCII digits, when it has letters before them.
@@ -388,6 +415,20 @@ impl SecretLexicon {
                 return Err(errors);
             }
         };
+        let (compact_content, content): (Vec<&str>, Vec<&str>) =
+            data.content.iter().partition(|w| has_compact_char(w));
+        let content_patterns: Vec<String> =
+            compact_content.iter().map(|c| text::compact(c)).collect();
+        let compact_content = Self::automaton(&content_patterns, &mut errors);
+        let (compact_blank, blank): (Vec<&str>, Vec<&str>) =
+            data.blank.iter().partition(|w| has_compact_char(w));
+        let blank_patterns: Vec<String> = compact_blank.iter().map(|c| text::compact(c)).collect();
+        let compact_blank = Self::automaton(&blank_patterns, &mut errors);
+        let (compact_negations, negations): (Vec<&str>, Vec<&str>) =
+            data.negations.iter().partition(|w| has_compact_char(w));
+        let negation_patterns: Vec<String> =
+            compact_negations.iter().map(|c| text::compact(c)).collect();
+        let compact_negations = Self::automaton(&negation_patterns, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -404,12 +445,19 @@ impl SecretLexicon {
             compact,
             compact_kinds: b.compact_kinds,
             compact_cues,
+            compact_content,
+            compact_blank,
+            compact_negations,
             ctx: Context {
                 meta_after: folded_set(&data.meta_after),
                 meta_before: folded_set(&data.meta_before),
                 actions: folded_set(&data.actions),
                 linkers: folded_set(&data.linkers),
                 cues: folded_set(&data.cues),
+                content: folded_set(&content),
+                blank: folded_set(&blank),
+                weak_cues: folded_set(&data.weak_cues),
+                negations: folded_set(&negations),
                 clitics,
             },
         })
@@ -494,21 +542,43 @@ impl SecretLexicon {
         let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
         let (hit, suppressed) = self.scan_words(&words, &keys, role, &self.by_first, false);
         if let Some(t) = hit {
+            if role == Role::Label && self.named_by_head(text, &keys, t) {
+                return (None, true);
+            }
             return (Some(self.hit(t, |i| &i.detector)), false);
         }
         (self.scan_rest(text, &words, &keys, role), suppressed)
+    }
+
+    /// An identifier is named by its last word (`otp_phone_label`, `tokenPurpose`): a
+    /// property word there, after the term, makes the field a property of the secret.
+    fn named_by_head(&self, text: &str, keys: &[&str], term: usize) -> bool {
+        let Some(last) = keys.last() else {
+            return false;
+        };
+        let term_last = self.terms[term].phrase.split_whitespace().last();
+        keys.len() <= 4
+            && !text.trim().contains(char::is_whitespace)
+            && self.ctx.meta_after.contains(*last)
+            && term_last.is_none_or(|w| text::fold(w) != *last)
     }
 
     fn skeleton_index(&self) -> &HashMap<String, Vec<Seq>> {
         self.by_first_skeleton.get_or_init(|| {
             let mut index: HashMap<String, Vec<Seq>> = HashMap::new();
             for (words, term) in &self.skeleton_terms {
-                let sk: Vec<String> = words.iter().map(|w| skeleton_fold(w)).collect();
-                if let Some((first, rest)) = sk.split_first() {
-                    index.entry(first.clone()).or_default().push(Seq {
-                        rest: rest.iter().map(|w| Pat::of(w)).collect(),
-                        term: Some(*term),
-                    });
+                // Skeletons differ by case (`ν` looks like `v`, `Ν` like `N`): the term's
+                // skeleton in lower and in upper case.
+                let lower: Vec<String> = words.iter().map(|w| skeleton_fold(w)).collect();
+                let upper: Vec<String> = words.iter().map(|w| upper_skeleton(w)).collect();
+                let both = if upper == lower { 1 } else { 2 };
+                for sk in [&lower, &upper].into_iter().take(both) {
+                    if let Some((first, rest)) = sk.split_first() {
+                        index.entry(first.clone()).or_default().push(Seq {
+                            rest: rest.iter().map(|w| Pat::of(w)).collect(),
+                            term: Some(*term),
+                        });
+                    }
                 }
             }
             for seqs in index.values_mut() {
@@ -552,6 +622,14 @@ impl SecretLexicon {
             {
                 return Some(self.hit(t, |i| &i.confusable_detector));
             }
+            // Capitals spoofed (`ΡΙΝ`: Greek capitals fold to `ριν`, whose skeleton is `piv`).
+            let upper: Vec<String> = words.iter().map(|w| upper_skeleton(&w.folded)).collect();
+            let up_keys: Vec<&str> = upper.iter().map(String::as_str).collect();
+            if let (Some(t), _) =
+                self.scan_keys(words, &up_keys, keys, role, self.skeleton_index(), true)
+            {
+                return Some(self.hit(t, |i| &i.confusable_detector));
+            }
         }
         self.scan_obfuscated(text, words, role)
             .map(|t| self.hit(t, |i| &i.obfuscated_detector))
@@ -565,6 +643,27 @@ impl SecretLexicon {
                 .get(&w.folded)
                 .is_some_and(|seqs| seqs.iter().any(|q| !q.rest.is_empty()))
         })
+    }
+
+    /// Does the label `text` name what its field holds, something no secret is (`feedback`,
+    /// "E-mail address", `reason_for_reset`, "ความคิดเห็น")? One content word is enough
+    /// unless a blank word says the field waits for something named elsewhere ("Code from
+    /// the e-mail", "Number on the card"); a label of generic words (`value`) names nothing.
+    pub fn names_content(&self, text: &str) -> bool {
+        let words = text::words(text);
+        let has = |set: &HashSet<String>| {
+            words.iter().any(|w| {
+                set.contains(&w.folded) || strip_digits(&w.folded).is_some_and(|s| set.contains(s))
+            })
+        };
+        let compact = has_compact_char(text).then(|| text::compact(text));
+        let has_compact = |ac: &Option<AhoCorasick>| {
+            compact
+                .as_deref()
+                .is_some_and(|c| ac.as_ref().is_some_and(|ac| ac.is_match(c)))
+        };
+        let content = has(&self.ctx.content) || has_compact(&self.compact_content);
+        content && !has(&self.ctx.blank) && !has_compact(&self.compact_blank)
     }
 
     /// Does `text` name a property of a secret rather than the secret? See
@@ -656,13 +755,19 @@ impl SecretLexicon {
                 continue;
             }
             let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(spoof_candidate);
+            let (lo, hi) = sentence(words, i, len);
             let cue_ok = match role {
                 Role::Label => true,
                 Role::Prose => {
-                    self.terms[term].strength == Strength::Strong || self.cued(keys, i, len)
+                    self.terms[term].strength == Strength::Strong
+                        || self.cued(&keys[lo..hi], i - lo, len)
                 }
-                Role::Hidden | Role::Asked => self.verb_cued(keys, i, len),
+                Role::Hidden | Role::Asked => {
+                    self.verb_cued(&keys[lo..hi], i - lo, len, role == Role::Hidden)
+                }
             };
+            // "Never share your seed phrase", "Do not include your password": a warning.
+            let cue_ok = cue_ok && (role == Role::Label || !self.negated(&keys[lo..hi], i - lo));
             if homoglyph_ok && cue_ok {
                 return (Some(term), suppressed_seen);
             }
@@ -775,7 +880,8 @@ impl SecretLexicon {
         while j > 0 {
             j -= 1;
             let w = keys[j];
-            if ctx.linkers.contains(w) && skipped < 3 {
+            let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+            if (ctx.linkers.contains(w) || number) && skipped < 3 {
                 skipped += 1;
                 continue;
             }
@@ -801,14 +907,39 @@ impl SecretLexicon {
             .any(|w| self.ctx.cues.contains(*w))
     }
 
-    /// A request verb (a cue that is not also a linker, so not "your") within six words
-    /// before the term or three after it.
-    fn verb_cued(&self, keys: &[&str], i: usize, len: usize) -> bool {
+    /// A request verb (a cue that is not a linker, so not "your") within six words before
+    /// the term or three after it. In the texts of choices and checkboxes (`typed`), only a
+    /// verb of typing: "Choose how to receive your code", "Require an admin PIN to exit"
+    /// name the secret; the same weak cues in a message ("PIN required") ask for it.
+    fn verb_cued(&self, keys: &[&str], i: usize, len: usize, typed: bool) -> bool {
         let after = (i + len + 3).min(keys.len());
         keys[i.saturating_sub(6)..i]
             .iter()
             .chain(&keys[i + len..after])
-            .any(|w| self.ctx.cues.contains(*w) && !self.ctx.linkers.contains(*w))
+            .any(|w| {
+                self.ctx.cues.contains(*w)
+                    && !self.ctx.linkers.contains(*w)
+                    && !(typed && self.ctx.weak_cues.contains(*w))
+            })
+    }
+
+    /// A negation before the term with at most two other words between, linkers aside:
+    /// "never share my login credentials", "do not include your seed phrase", "we will
+    /// never ask for your PIN"; not "don't worry, just enter your password".
+    fn negated(&self, keys: &[&str], i: usize) -> bool {
+        let mut others = 0;
+        for w in keys[i.saturating_sub(8)..i].iter().rev() {
+            if self.ctx.negations.contains(*w) {
+                return true;
+            }
+            if !self.ctx.linkers.contains(*w) {
+                others += 1;
+                if others > 2 {
+                    return false;
+                }
+            }
+        }
+        false
     }
 
     fn scan_compact(&self, text: &str, role: Role) -> Option<usize> {
@@ -831,9 +962,27 @@ impl SecretLexicon {
             if needs_cue && !self.compact_cued(&c, m.start(), m.end()) {
                 continue;
             }
+            if role != Role::Label && self.compact_negated(&c, m.start(), m.end()) {
+                continue;
+            }
             return Some(term);
         }
         None
+    }
+
+    /// A negation just before the term or, for verb-final languages, just after it
+    /// (`请勿分享密码`, `パスワードを入力しないで`): a warning, not a request.
+    fn compact_negated(&self, c: &str, start: usize, end: usize) -> bool {
+        // Bytes: compact scripts take three per character, so about eight characters.
+        const BEFORE: usize = 24;
+        const AFTER: usize = 30;
+        let Some(ac) = &self.compact_negations else {
+            return false;
+        };
+        let lo = start.saturating_sub(BEFORE);
+        let hi = (end + AFTER).min(c.len());
+        ac.find_iter(c)
+            .any(|m| (m.end() <= start && m.end() >= lo) || (m.start() >= end && m.start() <= hi))
     }
 
     fn compact_cued(&self, c: &str, start: usize, end: usize) -> bool {
@@ -976,10 +1125,19 @@ fn unleet(text: &str) -> Option<String> {
 
 /// Words with every run of four or more one-letter words joined into one (`p a s s w o r
 /// d`, `P-A-S-S-W-O-R-D`); `None` when there is no such run.
+/// The sentence around `words[i..i + len]`: `(first word, end)`.
+fn sentence(words: &[Word], i: usize, len: usize) -> (usize, usize) {
+    let lo = (1..=i).rev().find(|&k| words[k].stop_before).unwrap_or(0);
+    let hi = (i + len..words.len())
+        .find(|&k| k > i && words[k].stop_before)
+        .unwrap_or(words.len());
+    (lo, hi)
+}
+
 fn join_spaced(words: &[Word]) -> Option<Vec<Word>> {
     let single =
         |w: &Word| w.folded.chars().count() == 1 && w.folded.chars().all(char::is_alphabetic);
-    if !words.windows(4).any(|run| run.iter().all(single)) {
+    if !words.windows(3).any(|run| run.iter().all(single)) {
         return None;
     }
     let mut out = Vec::with_capacity(words.len());
@@ -990,10 +1148,15 @@ fn join_spaced(words: &[Word]) -> Option<Vec<Word>> {
         while j < words.len() && single(&words[j]) {
             j += 1;
         }
-        if j - i >= 4 {
+        if j - i >= 3 {
             let folded: String = words[i..j].iter().map(|w| w.folded.as_str()).collect();
             let non_latin = words[i..j].iter().any(|w| w.non_latin);
-            out.push(Word { folded, non_latin });
+            let stop_before = words[i].stop_before;
+            out.push(Word {
+                folded,
+                non_latin,
+                stop_before,
+            });
             changed = true;
             i = j;
         } else {
@@ -1027,7 +1190,10 @@ mod tests {
             joined,
             Some(vec!["password".to_owned(), "please".to_owned()])
         );
-        assert!(join_spaced(&text::words("a b c")).is_none());
+        assert!(join_spaced(&text::words("a b")).is_none());
+        // Three letters apart are an abbreviation spelled out: `S.S.N.`, `C V V`.
+        let joined = join_spaced(&text::words("S.S.N.")).map(|w| w[0].folded.clone());
+        assert_eq!(joined.as_deref(), Some("ssn"));
     }
 
     #[test]

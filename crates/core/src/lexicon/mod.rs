@@ -121,6 +121,17 @@ pub struct Data {
     pub compact_cues: Vec<&'static str>,
     pub suppress: Vec<&'static str>,
     pub benign: Vec<&'static str>,
+    /// Words naming a field's ordinary content (feedback, e-mail, rating): a field so
+    /// labelled is not a blank the form's message can fill with a secret it names.
+    pub content: Vec<&'static str>,
+    /// Words that leave a label blank whatever else it names (`code`, `number`, `value`):
+    /// "Code from the e-mail" waits for the code the message names.
+    pub blank: Vec<&'static str>,
+    /// Cues that make a weak term a request in prose but are no request verb (`need`,
+    /// `choose`, `tell`): also in `cues`.
+    pub weak_cues: Vec<&'static str>,
+    /// Words that turn a request into a prohibition (`never`, `not`, `nie`, `不要`).
+    pub negations: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
     pub senses: Vec<Sense>,
@@ -198,6 +209,12 @@ const FILES: &[(&str, &str)] = &[
     ("yo.txt", include_str!("data/yo.txt")),
     ("zu.txt", include_str!("data/zu.txt")),
     ("mn.txt", include_str!("data/mn.txt")),
+    ("eu.txt", include_str!("data/eu.txt")),
+    ("be.txt", include_str!("data/be.txt")),
+    ("is.txt", include_str!("data/is.txt")),
+    ("sq.txt", include_str!("data/sq.txt")),
+    ("cy.txt", include_str!("data/cy.txt")),
+    ("ga.txt", include_str!("data/ga.txt")),
 ];
 
 static BUILTIN_DATA: LazyLock<Result<Data, Vec<String>>> = LazyLock::new(|| {
@@ -264,12 +281,20 @@ impl Data {
                 "compact_cues" => Some(&mut self.compact_cues),
                 "suppress" => Some(&mut self.suppress),
                 "benign" => Some(&mut self.benign),
+                "content" => Some(&mut self.content),
+                "blank" => Some(&mut self.blank),
+                "negations" => Some(&mut self.negations),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
                 _ => None,
             };
             if let Some(target) = target {
                 target.extend(items(list));
+                continue;
+            }
+            if key == "weak_cues" {
+                self.weak_cues.extend(items(list));
+                self.cues.extend(items(list));
                 continue;
             }
             let (cat, strength) = match key.strip_suffix(" weak") {

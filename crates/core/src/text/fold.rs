@@ -241,6 +241,17 @@ pub(crate) struct Word {
     /// True when the word contains non-ASCII letters outside the Latin script (Cyrillic,
     /// Greek, …): candidates for homoglyph (skeleton) checks.
     pub(crate) non_latin: bool,
+    /// A sentence ended between the previous word and this one (`.`, `!`, `?`, `;` and
+    /// their full-width and Arabic forms): request cues and negations do not reach across.
+    pub(crate) stop_before: bool,
+}
+
+/// Punctuation that ends a sentence.
+fn ends_sentence(c: char) -> bool {
+    matches!(
+        c,
+        '.' | '!' | '?' | ';' | '。' | '！' | '？' | '；' | '؟' | '؛' | '।' | '॥'
+    )
 }
 
 /// Split `text` (any case, any normalisation) into folded words of space-delimited
@@ -255,20 +266,25 @@ pub(crate) fn words(text: &str) -> Vec<Word> {
     let mut out = Vec::new();
     let mut current = String::new();
     let mut non_latin = false;
-    let flush = |current: &mut String, non_latin: &mut bool, out: &mut Vec<Word>| {
-        if !current.is_empty() {
-            out.push(Word {
-                folded: fold(current),
-                non_latin: *non_latin,
-            });
-            current.clear();
-        }
-        *non_latin = false;
-    };
+    let mut stop = false;
+    let flush =
+        |current: &mut String, non_latin: &mut bool, stop: &mut bool, out: &mut Vec<Word>| {
+            if !current.is_empty() {
+                out.push(Word {
+                    folded: fold(current),
+                    non_latin: *non_latin,
+                    stop_before: std::mem::take(stop),
+                });
+                current.clear();
+            }
+            *non_latin = false;
+        };
     for (i, &c) in chars.iter().enumerate() {
         match class(c) {
             CharClass::Separator | CharClass::Compact => {
-                flush(&mut current, &mut non_latin, &mut out);
+                flush(&mut current, &mut non_latin, &mut stop, &mut out);
+                let next_space = chars.get(i + 1).is_none_or(|n| n.is_whitespace());
+                stop |= ends_sentence(c) && (next_space || !c.is_ascii());
             }
             CharClass::Joiner => {
                 if !current.is_empty() {
@@ -277,7 +293,7 @@ pub(crate) fn words(text: &str) -> Vec<Word> {
             }
             CharClass::Word => {
                 if !current.is_empty() && camel_boundary(&chars, i) {
-                    flush(&mut current, &mut non_latin, &mut out);
+                    flush(&mut current, &mut non_latin, &mut stop, &mut out);
                 }
                 if !c.is_ascii() && c.script() != Script::Latin {
                     non_latin = true;
@@ -286,7 +302,7 @@ pub(crate) fn words(text: &str) -> Vec<Word> {
             }
         }
     }
-    flush(&mut current, &mut non_latin, &mut out);
+    flush(&mut current, &mut non_latin, &mut stop, &mut out);
     out
 }
 
@@ -295,20 +311,25 @@ fn ascii_words(text: &str) -> Vec<Word> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     let mut start: Option<usize> = None;
-    let push = |out: &mut Vec<Word>, s: usize, e: usize| {
+    let mut stop = false;
+    let push = |out: &mut Vec<Word>, s: usize, e: usize, stop: &mut bool| {
         let mut folded = text[s..e].to_string();
         folded.make_ascii_lowercase();
         out.push(Word {
             folded,
             non_latin: false,
+            stop_before: std::mem::take(stop),
         });
     };
     for i in 0..b.len() {
         let c = b[i];
         if !c.is_ascii_alphanumeric() {
             if let Some(s) = start.take() {
-                push(&mut out, s, i);
+                push(&mut out, s, i, &mut stop);
             }
+            // `document.cookie`, `e.g.` inside a word end nothing; `Done. Now` does.
+            let next_space = b.get(i + 1).is_none_or(u8::is_ascii_whitespace);
+            stop |= ends_sentence(char::from(c)) && next_space;
             continue;
         }
         match start {
@@ -320,7 +341,7 @@ fn ascii_words(text: &str) -> Vec<Word> {
                     || (prev.is_ascii_uppercase() && next_lower)
                     || (prev.is_ascii_digit() && next_lower);
                 if boundary {
-                    push(&mut out, s, i);
+                    push(&mut out, s, i, &mut stop);
                     start = Some(i);
                 }
             }
@@ -328,7 +349,7 @@ fn ascii_words(text: &str) -> Vec<Word> {
         }
     }
     if let Some(s) = start {
-        push(&mut out, s, b.len());
+        push(&mut out, s, b.len(), &mut stop);
     }
     out
 }

@@ -391,3 +391,90 @@ fn findings_explain_the_step_and_the_term() {
         )]
     );
 }
+
+#[test]
+fn a_message_fills_blank_inputs_only() {
+    use serde_json::json;
+    let msg = "Your online banking PIN:";
+    // A blank input (generic or no label) is what the message names.
+    for blank in [
+        json!({"value": {"type": "string"}}),
+        json!({"f1": {"type": "string", "title": "Your answer"}}),
+        json!({"code": {"type": "string", "title": "Code from the e-mail"}}),
+    ] {
+        assert!(!form(blank.clone(), msg).is_empty(), "{blank}");
+    }
+    // An input labelled with what it holds, or shaped as an address, is not filled by a
+    // message that names a secret: the form says what it takes.
+    let link = "We will e-mail you a secure link to enter your online banking PIN";
+    for own in [
+        json!({"feedback": {"type": "string"}}),
+        json!({"v": {"type": "string", "title": "Reason for the reset"}}),
+        json!({"contact": {"type": "string", "format": "email"}}),
+        json!({"order_number": {"type": "string"}, "email": {"type": "string", "format": "email"}}),
+    ] {
+        assert!(form(own.clone(), msg).is_empty(), "{own}");
+        assert!(form(own.clone(), link).is_empty(), "{own}");
+    }
+    // With a blank input beside them, a message over several inputs fills it where it asks.
+    let mixed = json!({"feedback": {"type": "string"}, "value": {"type": "string"}});
+    assert!(!form(mixed.clone(), "Enter your online banking PIN below").is_empty());
+    assert!(form(mixed, "Your online banking PIN was changed").is_empty());
+    // A shaped input with its own label is not the shape the message names either.
+    let thanks = "Thanks for setting up your new card PIN. How did it go?";
+    let rating = json!({"rating": {"type": "integer"}, "comment": {"type": "string"}});
+    assert!(form(rating, thanks).is_empty());
+    let blank_number = json!({"value": {"type": "integer"}, "comment": {"type": "string"}});
+    assert!(!form(blank_number, "Type your card PIN, then a comment").is_empty());
+}
+
+#[test]
+fn warnings_and_choices_ask_nothing() {
+    use serde_json::json;
+    let blank = json!({"value": {"type": "string"}});
+    for warning in [
+        "Never share your seed phrase with anyone. What did the caller ask for?",
+        "Do not include your password in the report.",
+        "We will never ask for your PIN. Describe the message you received.",
+    ] {
+        assert!(form(blank.clone(), warning).is_empty(), "{warning}");
+    }
+    // A request in the next sentence is not negated.
+    assert!(!form(blank.clone(), "Don't worry. Enter your password to continue.").is_empty());
+    // A boolean's or a choice's text: choosing, requiring or writing down is not typing.
+    for title in [
+        "Require an admin PIN to exit kiosk mode",
+        "Choose how to receive your verification code",
+        "Write the recovery phrase on paper",
+        "I will never type my recovery phrase into a website",
+    ] {
+        let f = json!({"b": {"type": "boolean", "title": title}});
+        assert!(form(f, "Settings").is_empty(), "{title}");
+    }
+    let paste = json!({"b": {"type": "boolean", "title": "Paste your API key in the chat"}});
+    assert!(!form(paste, "Settings").is_empty());
+}
+
+#[test]
+fn labels_name_content_unless_a_blank_word_waits_for_something_else() {
+    let lex = lex();
+    for own in [
+        "feedback",
+        "Reason for the reset",
+        "reminder_email",
+        "Ваш отзыв",
+    ] {
+        if own.is_ascii() {
+            assert!(lex.names_content(own), "{own}");
+        }
+    }
+    for blank in [
+        "value",
+        "Code from the email",
+        "Number on your card",
+        "",
+        "field1",
+    ] {
+        assert!(!lex.names_content(blank), "{blank}");
+    }
+}
