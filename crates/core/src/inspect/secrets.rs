@@ -107,8 +107,16 @@ pub(crate) fn check_form(
             let at = format!("{}.writeOnly", loc());
             hits.explain(RuleId::FormSecret, at, "secret.write_only", why);
         }
+        // A free input's `default` is text the user edits in place ("My online banking
+        // password is: "): prose, as if the field's description. Elsewhere a hidden text.
+        let free = kind.is_free_input();
         hidden_texts(prop, kind, &mut |at, t| {
-            if let Some(m) = lexicon.scan(t, Role::Hidden) {
+            let role = if free && at == "default" {
+                Role::Prose
+            } else {
+                Role::Hidden
+            };
+            if let Some(m) = lexicon.scan(t, role) {
                 record(hits, lexicon, format!("{}.{at}", loc()), &m, step::HIDDEN);
             }
         });
@@ -373,7 +381,15 @@ fn check_field(
                 .flatten()
                 .collect::<Vec<_>>()
                 .join(" ");
-            let joined_hit = lexicon.scan(&joined, Role::Label).filter(|m| !m.weak);
+            // Two single words also glued, for languages that write one (`Pass` titled "wort").
+            let parts: Vec<&str> = joined.split_whitespace().collect();
+            let glued = (parts.len() == 2
+                && parts.iter().all(|p| p.chars().all(char::is_alphabetic)))
+            .then(|| parts.concat());
+            let joined_hit = lexicon
+                .scan(&joined, Role::Label)
+                .or_else(|| glued.and_then(|g| lexicon.scan(&g, Role::Label)))
+                .filter(|m| !m.weak);
             report(format!("{loc}.title"), joined_hit, step::SPLIT, hits);
         }
     }

@@ -196,6 +196,81 @@ fn has_compact_char(s: &str) -> bool {
     !s.is_ascii() && s.chars().any(text::is_compact_script)
 }
 
+/// Latin letters that look like a Greek or a Cyrillic one (folded, lower case).
+fn native_lookalike(c: char, script: unicode_script::Script) -> Option<char> {
+    use unicode_script::Script;
+    const GREEK: [(char, char); 14] = [
+        ('a', 'α'),
+        ('b', 'β'),
+        ('e', 'ε'),
+        ('h', 'η'),
+        ('i', 'ι'),
+        ('k', 'κ'),
+        ('m', 'μ'),
+        ('n', 'ν'),
+        ('o', 'ο'),
+        ('p', 'ρ'),
+        ('t', 'τ'),
+        ('x', 'χ'),
+        ('y', 'υ'),
+        ('z', 'ζ'),
+    ];
+    const CYRILLIC: [(char, char); 13] = [
+        ('a', 'а'),
+        ('b', 'в'),
+        ('c', 'с'),
+        ('e', 'е'),
+        ('h', 'н'),
+        ('i', 'і'),
+        ('k', 'к'),
+        ('m', 'м'),
+        ('o', 'о'),
+        ('p', 'р'),
+        ('t', 'т'),
+        ('x', 'х'),
+        ('y', 'у'),
+    ];
+    let table: &[(char, char)] = match script {
+        Script::Greek => &GREEK,
+        Script::Cyrillic => &CYRILLIC,
+        _ => return None,
+    };
+    table.iter().find(|(l, _)| *l == c).map(|(_, n)| *n)
+}
+
+/// The words with each Greek- or Cyrillic-majority word's Latin look-alikes written in that
+/// script; `None` when no word has any.
+fn respelled(words: &[Word]) -> Option<Vec<Word>> {
+    use unicode_script::{Script, UnicodeScript};
+    let mut changed = false;
+    let out = words
+        .iter()
+        .map(|w| {
+            if !w.non_latin || !mixed_script(&w.folded) {
+                return w.clone();
+            }
+            let count = |s: Script| w.folded.chars().filter(|c| c.script() == s).count();
+            let script = [Script::Greek, Script::Cyrillic]
+                .into_iter()
+                .find(|&s| count(s) * 2 >= w.folded.chars().count());
+            let Some(script) = script else {
+                return w.clone();
+            };
+            let folded: String = w
+                .folded
+                .chars()
+                .map(|c| native_lookalike(c, script).unwrap_or(c))
+                .collect();
+            changed |= folded != w.folded;
+            Word {
+                folded,
+                ..w.clone()
+            }
+        })
+        .collect();
+    changed.then_some(out)
+}
+
 /// `word` without a plural `s` (`tokens`, `codes`), for words of at least three letters.
 fn plural_of(word: &str) -> Option<&str> {
     word.strip_suffix('s')
@@ -631,6 +706,14 @@ impl SecretLexicon {
                 return Some(self.hit(t, |i| &i.confusable_detector));
             }
         }
+        // A Greek or Cyrillic word with Latin look-alikes inside (`KΩΔIKOΣ`, `пaрoль`): read in
+        // its own script.
+        if let Some(native) = respelled(words) {
+            let keys: Vec<&str> = native.iter().map(|w| w.folded.as_str()).collect();
+            if let (Some(t), _) = self.scan_words(&native, &keys, role, &self.by_first, false) {
+                return Some(self.hit(t, |i| &i.confusable_detector));
+            }
+        }
         self.scan_obfuscated(text, words, role)
             .map(|t| self.hit(t, |i| &i.obfuscated_detector))
     }
@@ -695,15 +778,22 @@ impl SecretLexicon {
                 return Some(t);
             }
         }
-        if text.chars().any(|c| leet(c).is_some()) {
+        // Markup inside words (`<b>to</b>ken`, `s**ee**d`, `to.ken`) removed.
+        if let Some(plain) = unmarked(&text::normalize(text)) {
+            if let Some(t) = plain_scan(&plain) {
+                return Some(t);
+            }
+        }
+        if text.chars().any(|c| leet(c).is_some()) || text.contains("\\/") {
             if let Some(plain) = unleet(&text::normalize(text)) {
                 if let Some(t) = plain_scan(&plain) {
                     return Some(t);
                 }
             }
         }
-        // Alternating case (`PaSsWoRd`) read as one word rather than split as camelCase.
-        if alternating_case(text) {
+        // Case games (`PaSsWoRd`, `PASSword`, `cVv`) read as one word rather than split as
+        // camelCase.
+        if odd_case(text) {
             if let Some(t) = plain_scan(&text.to_lowercase()) {
                 return Some(t);
             }
@@ -749,13 +839,15 @@ impl SecretLexicon {
             };
             // A suppressed phrase also covers the shorter terms inside it
             // ("personal access token name" must not re-match at "access token").
-            if self.suppressed(keys, i, len, role) {
+            // Context is read within the term's sentence: "We texted you a code. Type it
+            // here" does not make `type` a property of the code.
+            let (lo, hi) = sentence(words, i, len);
+            if self.suppressed(&keys[lo..hi], i - lo, len, role) {
                 suppressed_seen = true;
                 i += len;
                 continue;
             }
             let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(spoof_candidate);
-            let (lo, hi) = sentence(words, i, len);
             let cue_ok = match role {
                 Role::Label => true,
                 Role::Prose => {
@@ -912,15 +1004,30 @@ impl SecretLexicon {
     /// verb of typing: "Choose how to receive your code", "Require an admin PIN to exit"
     /// name the secret; the same weak cues in a message ("PIN required") ask for it.
     fn verb_cued(&self, keys: &[&str], i: usize, len: usize, typed: bool) -> bool {
+        let verb = |w: &&str| {
+            self.ctx.cues.contains(*w)
+                && !self.ctx.linkers.contains(*w)
+                && !(typed && self.ctx.weak_cues.contains(*w))
+        };
         let after = (i + len + 3).min(keys.len());
-        keys[i.saturating_sub(6)..i]
-            .iter()
-            .chain(&keys[i + len..after])
-            .any(|w| {
-                self.ctx.cues.contains(*w)
-                    && !self.ctx.linkers.contains(*w)
-                    && !(typed && self.ctx.weak_cues.contains(*w))
-            })
+        if keys[i + len..after].iter().any(verb) {
+            return true;
+        }
+        // Six words back, not counting numbers: "enter characters 2, 5 and 7 of your
+        // memorable word".
+        let mut counted = 0;
+        for w in keys[i.saturating_sub(12)..i].iter().rev() {
+            if verb(w) {
+                return true;
+            }
+            if !w.bytes().all(|b| b.is_ascii_digit()) {
+                counted += 1;
+                if counted >= 6 {
+                    return false;
+                }
+            }
+        }
+        false
     }
 
     /// A negation before the term with at most two other words between, linkers aside:
@@ -935,11 +1042,20 @@ impl SecretLexicon {
             if !self.ctx.linkers.contains(*w) {
                 others += 1;
                 if others > 2 {
-                    return false;
+                    break;
                 }
             }
         }
-        false
+        // A prohibited request covers its whole list: "Do not paste API keys, tokens or the
+        // contents of .env files", "never share my MFA codes or password" — a negation
+        // right before a request verb, with no other request verb up to the term.
+        // A negating verb ("redact API keys and authorization headers") covers its list too.
+        let verb = |w: &str| self.ctx.cues.contains(w) && !self.ctx.linkers.contains(w);
+        let negation = |w: &str| self.ctx.negations.contains(w);
+        let Some(v) = keys[..i].iter().rposition(|w| verb(w) || negation(w)) else {
+            return false;
+        };
+        negation(keys[v]) || keys[v.saturating_sub(2)..v].iter().any(|w| negation(w))
     }
 
     fn scan_compact(&self, text: &str, role: Role) -> Option<usize> {
@@ -1052,26 +1168,49 @@ fn as_displayed(text: &str) -> Option<String> {
     Some(out)
 }
 
-/// A run of letters switching from lower to upper case three times or more (`PaSsWoRd`),
-/// more than camelCase does (`apiKeyName` switches twice).
-fn alternating_case(text: &str) -> bool {
-    let mut switches = 0;
-    let mut prev_lower = false;
-    for c in text.chars() {
-        if !c.is_alphabetic() {
-            switches = 0;
-            prev_lower = false;
-            continue;
-        }
-        if c.is_uppercase() && prev_lower {
-            switches += 1;
-            if switches >= 3 {
-                return true;
+/// A word whose case changes inside it other than a capital first letter (`PaSsWoRd`,
+/// `PASSword`, `cVv`; also camelCase, which is only read again when nothing matched).
+fn odd_case(text: &str) -> bool {
+    text.split(|c: char| !c.is_alphabetic()).any(|w| {
+        let mut chars = w.chars();
+        chars.next();
+        let rest: Vec<char> = chars.collect();
+        rest.iter().any(|c| c.is_uppercase()) && w.chars().any(char::is_lowercase)
+    })
+}
+
+/// `text` without markup inside words: HTML tags (`<b>`, `<span></span>`), emphasis marks
+/// (`*`, `~`, `` ` ``) and a `.` or `·` between two letters (`to.ken`; a hyphen joins real
+/// compounds, `may-ari`, and `pass-word` already reads as two words); `None` when there is
+/// none.
+fn unmarked(text: &str) -> Option<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '<' {
+            // A tag: up to 40 characters to the next `>`.
+            let end = chars[i..].iter().take(42).position(|&x| x == '>');
+            if let Some(e) = end.filter(|&e| e > 0 && !chars[i + 1..i + e].contains(&'<')) {
+                i += e + 1;
+                changed = true;
+                continue;
             }
         }
-        prev_lower = c.is_lowercase();
+        let between_letters = i > 0
+            && chars.get(i + 1).is_some_and(|n| n.is_alphabetic())
+            && chars[i - 1].is_alphabetic();
+        if matches!(c, '*' | '~' | '`') || (matches!(c, '.' | '·') && between_letters) {
+            changed = true;
+            i += 1;
+            continue;
+        }
+        out.push(c);
+        i += 1;
     }
-    false
+    changed.then_some(out)
 }
 
 /// The letter a leetspeak character stands for.
@@ -1089,9 +1228,16 @@ fn leet(c: char) -> Option<char> {
 }
 
 /// `text` with leetspeak characters inside letter runs replaced (`p@ssw0rd` → `password`,
-/// `4pi` → `api`); `None` when there is none. A run must hold two letters or more, so
-/// numbers and lone symbols stay as they are.
-fn unleet(text: &str) -> Option<String> {
+/// `4pi` → `api`, `C\/V` → `cvv`); `None` when there is none. A run must hold two letters
+/// or more, or one among three characters (`4P1`), so numbers and lone symbols stay as
+/// they are.
+fn unleet(original: &str) -> Option<String> {
+    // Letters drawn with two or three characters first (`\/` v, `|<` k, `|\|` n).
+    let text = original
+        .replace("|\\|", "n")
+        .replace("\\/", "v")
+        .replace("|<", "k");
+    let drawn = text.len() != original.len();
     let chars: Vec<char> = text.chars().collect();
     let in_run = |c: char| c.is_alphanumeric() || leet(c).is_some();
     let mut out = String::with_capacity(text.len());
@@ -1109,7 +1255,8 @@ fn unleet(text: &str) -> Option<String> {
         }
         let run = &chars[start..i];
         let letters = run.iter().filter(|c| c.is_alphabetic()).count();
-        let leety = letters >= 2 && run.iter().any(|c| leet(*c).is_some());
+        let leety = (letters >= 2 || (letters == 1 && run.len() >= 3))
+            && run.iter().any(|c| leet(*c).is_some());
         for &c in run {
             // A rewritten run is lower-cased whole, so `P4SSW0RD` is not split as camelCase.
             match leet(c) {
@@ -1120,11 +1267,9 @@ fn unleet(text: &str) -> Option<String> {
         }
         changed |= leety;
     }
-    changed.then_some(out)
+    (changed || drawn).then_some(out)
 }
 
-/// Words with every run of four or more one-letter words joined into one (`p a s s w o r
-/// d`, `P-A-S-S-W-O-R-D`); `None` when there is no such run.
 /// The sentence around `words[i..i + len]`: `(first word, end)`.
 fn sentence(words: &[Word], i: usize, len: usize) -> (usize, usize) {
     let lo = (1..=i).rev().find(|&k| words[k].stop_before).unwrap_or(0);
@@ -1134,6 +1279,8 @@ fn sentence(words: &[Word], i: usize, len: usize) -> (usize, usize) {
     (lo, hi)
 }
 
+/// Words with every run of three or more one-letter words joined into one (`p a s s w o r
+/// d`, `P-A-S-S-W-O-R-D`, `S.S.N.`); `None` when there is no such run.
 fn join_spaced(words: &[Word]) -> Option<Vec<Word>> {
     let single =
         |w: &Word| w.folded.chars().count() == 1 && w.folded.chars().all(char::is_alphabetic);

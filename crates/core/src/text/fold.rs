@@ -88,7 +88,9 @@ pub fn normalize(s: &str) -> Cow<'_, str> {
         return Cow::Owned(decoded.into_owned());
     }
     // Most non-ASCII text is already NFKC and holds no invisible code point: no copy.
-    let plain = !decoded.chars().any(is_default_ignorable)
+    let plain = !decoded
+        .chars()
+        .any(|c| is_default_ignorable(c) || decoration(c).is_some())
         && unicode_normalization::is_nfkc_quick(decoded.chars())
             == unicode_normalization::IsNormalized::Yes;
     if plain {
@@ -98,10 +100,29 @@ pub fn normalize(s: &str) -> Cow<'_, str> {
         decoded
             .chars()
             .filter(|c| !is_default_ignorable(*c))
+            .filter_map(|c| decoration(c).unwrap_or(Some(c)))
             .nfkc()
             .filter(|c| !is_default_ignorable(*c))
             .collect(),
     )
+}
+
+/// Decorations NFKC keeps that leave a Latin letter readable: combining marks of the
+/// symbol and supplement blocks drawn over a letter (`C⃝V⃝C⃝`, `p̷` is already NFKC-stable
+/// but U+0337 is removed with the other accents when folding) are dropped (`Some(None)`);
+/// squared, circled-negative and negative-squared capitals (`🅿🅸🅽`) and regional indicator
+/// letters read as the letter (`Some(Some(c))`). `None`: not a decoration.
+fn decoration(c: char) -> Option<Option<char>> {
+    let u = c as u32;
+    let letter = |base: u32| char::from_u32(u32::from(b'a') + (u - base));
+    match u {
+        0x1AB0..=0x1AFF | 0x1DC0..=0x1DFF | 0x20D0..=0x20FF | 0xFE20..=0xFE2F => Some(None),
+        0x1F130..=0x1F149 => Some(letter(0x1F130)),
+        0x1F150..=0x1F169 => Some(letter(0x1F150)),
+        0x1F170..=0x1F189 => Some(letter(0x1F170)),
+        0x1F1E6..=0x1F1FF => Some(letter(0x1F1E6)),
+        _ => None,
+    }
 }
 
 /// Unicode's `Default_Ignorable_Code_Point` (DerivedCoreProperties.txt, Unicode 15): code

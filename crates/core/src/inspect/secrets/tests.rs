@@ -440,7 +440,11 @@ fn warnings_and_choices_ask_nothing() {
         assert!(form(blank.clone(), warning).is_empty(), "{warning}");
     }
     // A request in the next sentence is not negated.
-    assert!(!form(blank.clone(), "Don't worry. Enter your password to continue.").is_empty());
+    assert!(!form(
+        blank.clone(),
+        "Don't worry. Enter your password to continue."
+    )
+    .is_empty());
     // A boolean's or a choice's text: choosing, requiring or writing down is not typing.
     for title in [
         "Require an admin PIN to exit kiosk mode",
