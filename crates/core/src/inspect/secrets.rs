@@ -381,11 +381,12 @@ fn check_field(
                 .flatten()
                 .collect::<Vec<_>>()
                 .join(" ");
-            // Two single words also glued, for languages that write one (`Pass` titled "wort").
-            let parts: Vec<&str> = joined.split_whitespace().collect();
-            let glued = (parts.len() == 2
-                && parts.iter().all(|p| p.chars().all(char::is_alphabetic)))
-            .then(|| parts.concat());
+            // A one-word name and title also glued, for languages that write one word
+            // (`Pass` titled "wort").
+            let one_word = |t: &str| !t.is_empty() && t.chars().all(char::is_alphabetic);
+            let glued = title
+                .filter(|t| one_word(name) && one_word(t))
+                .map(|t| format!("{name}{t}"));
             let joined_hit = lexicon
                 .scan(&joined, Role::Label)
                 .or_else(|| glued.and_then(|g| lexicon.scan(&g, Role::Label)))

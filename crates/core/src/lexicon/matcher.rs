@@ -126,6 +126,8 @@ struct Context {
     blank: HashSet<String>,
     /// Cues that are no request verb (`need`, `choose`).
     weak_cues: HashSet<String>,
+    /// Cues naming the place to type (`here`, `below`, `field`).
+    place_cues: HashSet<String>,
     /// Words that turn a request into a prohibition (`never`, `not`).
     negations: HashSet<String>,
     /// Folded clitic prefixes, longest first.
@@ -249,10 +251,14 @@ fn respelled(words: &[Word]) -> Option<Vec<Word>> {
             if !w.non_latin || !mixed_script(&w.folded) {
                 return w.clone();
             }
-            let count = |s: Script| w.folded.chars().filter(|c| c.script() == s).count();
-            let script = [Script::Greek, Script::Cyrillic]
-                .into_iter()
-                .find(|&s| count(s) * 2 >= w.folded.chars().count());
+            // The word's own script, when every Latin letter in it has a look-alike there.
+            let script = [Script::Greek, Script::Cyrillic].into_iter().find(|&s| {
+                w.folded.chars().any(|c| c.script() == s)
+                    && w.folded
+                        .chars()
+                        .filter(|c| c.script() == Script::Latin)
+                        .all(|c| native_lookalike(c, s).is_some())
+            });
             let Some(script) = script else {
                 return w.clone();
             };
@@ -532,6 +538,7 @@ impl SecretLexicon {
                 content: folded_set(&content),
                 blank: folded_set(&blank),
                 weak_cues: folded_set(&data.weak_cues),
+                place_cues: folded_set(&data.place_cues),
                 negations: folded_set(&negations),
                 clitics,
             },
@@ -1004,10 +1011,13 @@ impl SecretLexicon {
     /// verb of typing: "Choose how to receive your code", "Require an admin PIN to exit"
     /// name the secret; the same weak cues in a message ("PIN required") ask for it.
     fn verb_cued(&self, keys: &[&str], i: usize, len: usize, typed: bool) -> bool {
+        // In a choice's or checkbox's text a weak cue counts only with a place to type:
+        // "write one of your backup codes in the Notes field", not "write it on paper".
+        let placed = typed && keys.iter().any(|w| self.ctx.place_cues.contains(*w));
         let verb = |w: &&str| {
             self.ctx.cues.contains(*w)
                 && !self.ctx.linkers.contains(*w)
-                && !(typed && self.ctx.weak_cues.contains(*w))
+                && !(typed && !placed && self.ctx.weak_cues.contains(*w))
         };
         let after = (i + len + 3).min(keys.len());
         if keys[i + len..after].iter().any(verb) {
@@ -1144,27 +1154,41 @@ fn mixed_script(word: &str) -> bool {
     false
 }
 
-/// `text` as it displays when it holds a right-to-left override (U+202E): each overridden run
-/// (up to U+202C or the end) reversed; `None` without one.
+/// `text` as it displays when it holds a direction override: a right-to-left override
+/// (U+202E) run (up to U+202C, U+2069 or the end) displays reversed; so does a
+/// left-to-right override (U+202D) run of right-to-left letters, stored backwards to read
+/// forwards (LRO + `رورملا ةملك` shows as كلمة المرور). `None` without an override.
 fn as_displayed(text: &str) -> Option<String> {
-    if !text.contains('\u{202E}') {
+    if !text.contains(['\u{202E}', '\u{202D}']) {
         return None;
     }
+    let rtl = |c: &char| matches!(*c as u32, 0x0590..=0x08FF | 0xFB1D..=0xFDFF | 0xFE70..=0xFEFF);
     let mut out = String::with_capacity(text.len());
     let mut run: Vec<char> = Vec::new();
-    let mut inside = false;
+    let mut open: Option<char> = None;
+    let flush = |run: &mut Vec<char>, open: Option<char>, out: &mut String| {
+        let reverse = open == Some('\u{202E}') || run.iter().any(rtl);
+        if reverse {
+            out.extend(run.drain(..).rev());
+        } else {
+            out.extend(run.drain(..));
+        }
+    };
     for c in text.chars() {
         match c {
-            '\u{202E}' => inside = true,
-            '\u{202C}' | '\u{2069}' if inside => {
-                out.extend(run.drain(..).rev());
-                inside = false;
+            '\u{202E}' | '\u{202D}' => {
+                flush(&mut run, open, &mut out);
+                open = Some(c);
             }
-            _ if inside => run.push(c),
+            '\u{202C}' | '\u{2069}' if open.is_some() => {
+                flush(&mut run, open, &mut out);
+                open = None;
+            }
+            _ if open.is_some() => run.push(c),
             _ => out.push(c),
         }
     }
-    out.extend(run.drain(..).rev());
+    flush(&mut run, open, &mut out);
     Some(out)
 }
 
@@ -1267,7 +1291,8 @@ fn unleet(original: &str) -> Option<String> {
         }
         changed |= leety;
     }
-    (changed || drawn).then_some(out)
+    // A drawn letter lower-cases the text, so `C\/V` is not split as camelCase.
+    (changed || drawn).then(|| if drawn { out.to_lowercase() } else { out })
 }
 
 /// The sentence around `words[i..i + len]`: `(first word, end)`.
@@ -1326,6 +1351,57 @@ mod tests {
         assert_eq!(unleet("P4SSW0RD").as_deref(), Some("password"));
         assert_eq!(unleet("step 1 of 3"), None);
         assert_eq!(unleet("plain"), None);
+    }
+
+    #[test]
+    fn decorations_markup_and_case_games_are_undone() {
+        let lex = SecretLexicon::builtin();
+        for spoof in [
+            "PASSword for that user",
+            "SeEd PhRaSe",
+            "cVv",
+            "Service account <b>to</b>ken",
+            "C<span></span>V<span></span>V",
+            "Paste the s**ee**d phr**a**se below",
+            "Refresh to.ken",
+            "C\u{20dd}V\u{20dd}C\u{20dd}",
+            "\u{1f17f}\u{1f178}\u{1f17d} code",
+            "C\\/V (back of card)",
+            "4P1 K3Y",
+            "KΩΔIKOΣ ΠPOΣBAΣHΣ",
+            "ΡΙΝ",
+            "S.S.N.",
+            "\u{202d}رورملا ةملك\u{202c}",
+        ] {
+            assert!(lex.scan(spoof, Role::Label).is_some(), "{spoof}");
+        }
+        // What the same transformations must not invent.
+        for plain in [
+            "Symbol tokena (np. SOL)",
+            "Pangalan ng may-ari ng credit card",
+            "Library card number",
+            "firstName",
+            "e.g. 42",
+        ] {
+            assert!(lex.scan(plain, Role::Label).is_none(), "{plain}");
+        }
+    }
+
+    #[test]
+    fn negations_and_sentence_ends_bound_a_request() {
+        let lex = SecretLexicon::builtin();
+        for warning in [
+            "Do not paste API keys, tokens or the contents of .env files here",
+            "I will never share my MFA codes or password with anyone",
+            "Redact API keys and Authorization headers before pasting logs",
+            "Please don't include your Wi-Fi password",
+        ] {
+            assert!(lex.scan(warning, Role::Hidden).is_none(), "{warning}");
+            assert!(lex.scan(warning, Role::Prose).is_none(), "{warning}");
+        }
+        assert!(lex.scan("Don't worry. Enter your PIN here", Role::Asked).is_some());
+        // A property word in the next sentence is not the term's.
+        assert!(lex.scan("We texted you a code. Type it here", Role::Prose).is_some());
     }
 
     #[test]

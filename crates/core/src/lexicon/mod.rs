@@ -130,6 +130,8 @@ pub struct Data {
     /// Cues that make a weak term a request in prose but are no request verb (`need`,
     /// `choose`, `tell`): also in `cues`.
     pub weak_cues: Vec<&'static str>,
+    /// Cues naming the place to type (`here`, `below`, `field`): also in `cues`.
+    pub place_cues: Vec<&'static str>,
     /// Words that turn a request into a prohibition (`never`, `not`, `nie`, `不要`).
     pub negations: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
@@ -294,6 +296,11 @@ impl Data {
             }
             if key == "weak_cues" {
                 self.weak_cues.extend(items(list));
+                self.cues.extend(items(list));
+                continue;
+            }
+            if key == "place_cues" {
+                self.place_cues.extend(items(list));
                 self.cues.extend(items(list));
                 continue;
             }
