@@ -627,6 +627,9 @@ impl SecretLexicon {
             if role == Role::Label && self.named_by_head(text, &keys, t) {
                 return (None, true);
             }
+            if self.compact_suppressed(text, t) {
+                return (None, true);
+            }
             return (Some(self.hit(t, |i| &i.detector)), false);
         }
         (self.scan_rest(text, &words, &keys, role), suppressed)
@@ -1111,6 +1114,23 @@ impl SecretLexicon {
             .any(|m| (m.end() <= start && m.end() >= lo) || (m.start() >= end && m.start() <= hi))
     }
 
+    /// A Latin term inside text of a script without spaces (`OTP 카드 수량`), named by a
+    /// suppressor of that script that contains it (`otp카드수량`).
+    fn compact_suppressed(&self, text: &str, term: usize) -> bool {
+        if !has_compact_char(text) {
+            return false;
+        }
+        let Some(ac) = &self.compact else {
+            return false;
+        };
+        let phrase = text::compact(&self.terms[term].phrase);
+        let c = text::compact(text);
+        ac.find_iter(&c).any(|m| {
+            self.compact_kinds.get(m.pattern().as_usize()) == Some(&None)
+                && c[m.start()..m.end()].contains(phrase.as_str())
+        })
+    }
+
     fn compact_cued(&self, c: &str, start: usize, end: usize) -> bool {
         const WINDOW: usize = 24;
         let lo = start.saturating_sub(WINDOW);
@@ -1399,9 +1419,13 @@ mod tests {
             assert!(lex.scan(warning, Role::Hidden).is_none(), "{warning}");
             assert!(lex.scan(warning, Role::Prose).is_none(), "{warning}");
         }
-        assert!(lex.scan("Don't worry. Enter your PIN here", Role::Asked).is_some());
+        assert!(lex
+            .scan("Don't worry. Enter your PIN here", Role::Asked)
+            .is_some());
         // A property word in the next sentence is not the term's.
-        assert!(lex.scan("We texted you a code. Type it here", Role::Prose).is_some());
+        assert!(lex
+            .scan("We texted you a code. Type it here", Role::Prose)
+            .is_some());
     }
 
     #[test]
