@@ -66,9 +66,10 @@ struct TermInfo {
     /// The term as its word list writes it (what `inspect` explains with).
     phrase: String,
     category: Category,
-    detector: String,
-    confusable_detector: String,
-    obfuscated_detector: String,
+    /// Detector names, shared by every term of one concept (and language): interned.
+    detector: Arc<str>,
+    confusable_detector: Arc<str>,
+    obfuscated_detector: Arc<str>,
     strength: Strength,
     /// Benign senses (each a folded word sequence) of this weak term.
     senses: Vec<Vec<String>>,
@@ -105,6 +106,47 @@ impl Pat {
     }
 }
 
+/// Word sequences by their first word, and where a second word is fixed (not a stem) also
+/// by it: a common first word (`code`, `pin`, `16`) starts hundreds of terms, and a text
+/// word is then compared only with those whose second word it is followed by.
+#[derive(Debug, Default)]
+struct Index {
+    /// Sequences of one word, or whose second word is a stem.
+    singles: HashMap<String, Vec<Seq>>,
+    /// The others, by first and then second word.
+    pairs: HashMap<String, HashMap<String, Vec<Seq>>>,
+}
+
+impl Index {
+    fn from_map(map: HashMap<String, Vec<Seq>>) -> Index {
+        let mut index = Index::default();
+        for (first, seqs) in map {
+            for seq in seqs {
+                match seq.rest.first() {
+                    Some(p) if !p.stem => index
+                        .pairs
+                        .entry(first.clone())
+                        .or_default()
+                        .entry(p.text.clone())
+                        .or_default()
+                        .push(seq),
+                    _ => index.singles.entry(first.clone()).or_default().push(seq),
+                }
+            }
+        }
+        index
+    }
+
+    /// Does a sequence longer than one word start with `word`?
+    fn continues(&self, word: &str) -> bool {
+        self.pairs.contains_key(word)
+            || self
+                .singles
+                .get(word)
+                .is_some_and(|seqs| seqs.iter().any(|q| !q.rest.is_empty()))
+    }
+}
+
 #[derive(Debug, Clone)]
 struct Seq {
     /// Words after the first.
@@ -137,15 +179,16 @@ struct Context {
 /// The compiled secret lexicon.
 pub struct SecretLexicon {
     terms: Vec<TermInfo>,
-    by_first: HashMap<String, Vec<Seq>>,
+    by_first: Index,
     /// First-word stems by their first three characters: `(stem, seq)`.
     stems: HashMap<String, Vec<(String, Seq)>>,
     /// Confusable skeletons of the Latin-script terms, built on first need (a spoof-shaped
     /// word): computing skeletons for every term at load cost more than the rest of the build.
-    by_first_skeleton: std::sync::OnceLock<HashMap<String, Vec<Seq>>>,
-    /// The Latin-script terms' words, from which the skeleton index is built.
-    skeleton_terms: Vec<(Vec<String>, usize)>,
-    suffixes: Vec<(String, usize)>,
+    by_first_skeleton: std::sync::OnceLock<Index>,
+    /// The Latin-script terms' words (space-joined), from which the skeleton index is built.
+    skeleton_terms: Vec<(Box<str>, usize)>,
+    /// Glued-compound endings by their last two bytes: `(ending, term)`.
+    suffixes: HashMap<[u8; 2], Vec<(String, usize)>>,
     compact: Option<AhoCorasick>,
     /// Per compact pattern: the term it names, or `None` for a suppressor.
     compact_kinds: Vec<Option<usize>>,
@@ -244,6 +287,9 @@ fn native_lookalike(c: char, script: unicode_script::Script) -> Option<char> {
 /// script; `None` when no word has any.
 fn respelled(words: &[Word]) -> Option<Vec<Word>> {
     use unicode_script::{Script, UnicodeScript};
+    if !words.iter().any(|w| w.non_latin && mixed_script(&w.folded)) {
+        return None;
+    }
     let mut changed = false;
     let out = words
         .iter()
@@ -312,7 +358,7 @@ struct Builder {
     terms: Vec<TermInfo>,
     by_first: HashMap<String, Vec<Seq>>,
     stems: HashMap<String, Vec<(String, Seq)>>,
-    skeleton_terms: Vec<(Vec<String>, usize)>,
+    skeleton_terms: Vec<(Box<str>, usize)>,
     compact_patterns: Vec<String>,
     compact_kinds: Vec<Option<usize>>,
     seen: HashSet<String>,
@@ -348,7 +394,7 @@ impl Builder {
         }
         if let Some(term) = term {
             if !head.stem && words.iter().all(|w| w.is_ascii()) {
-                self.skeleton_terms.push((words.to_vec(), term));
+                self.skeleton_terms.push((words.join(" ").into(), term));
             }
         }
         true
@@ -437,6 +483,13 @@ impl SecretLexicon {
             ));
         }
         let mut by_text: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut names: HashMap<String, Arc<str>> = HashMap::new();
+        let mut intern = |name: String| -> Arc<str> {
+            names
+                .entry(name)
+                .or_insert_with_key(|n| Arc::from(n.as_str()))
+                .clone()
+        };
         for (detector, cat, strength, phrase) in entries {
             let id = b.terms.len();
             if !b.add(phrase, Some(id)) {
@@ -446,9 +499,9 @@ impl SecretLexicon {
             b.terms.push(TermInfo {
                 phrase: phrase.to_owned(),
                 category: cat,
-                detector: format!("secret.term:{detector}"),
-                confusable_detector: format!("secret.confusable:{}", cat.as_str()),
-                obfuscated_detector: format!("secret.obfuscated:{}", cat.as_str()),
+                detector: intern(format!("secret.term:{detector}")),
+                confusable_detector: intern(format!("secret.confusable:{}", cat.as_str())),
+                obfuscated_detector: intern(format!("secret.obfuscated:{}", cat.as_str())),
                 strength,
                 senses: Vec::new(),
             });
@@ -473,7 +526,7 @@ impl SecretLexicon {
         for seqs in b.by_first.values_mut() {
             seqs.sort_by_key(|q| std::cmp::Reverse(q.rest.len()));
         }
-        let mut suffixes = Vec::new();
+        let mut suffixes: HashMap<[u8; 2], Vec<(String, usize)>> = HashMap::new();
         for s in &data.suffix {
             let folded = text::fold(s);
             let term = b
@@ -482,7 +535,15 @@ impl SecretLexicon {
                 .and_then(|seqs| seqs.iter().find(|q| q.rest.is_empty()))
                 .and_then(|q| q.term);
             match term {
-                Some(t) => suffixes.push((folded, t)),
+                Some(t) if folded.len() >= 2 => {
+                    let b = folded.as_bytes();
+                    let tail = [b[b.len() - 2], b[b.len() - 1]];
+                    suffixes
+                        .entry(tail)
+                        .or_insert_with(Vec::new)
+                        .push((folded, t));
+                }
+                Some(_) => errors.push(format!("suffix term `{s}` is too short")),
                 None => errors.push(format!("suffix term `{s}` is not a single-word term")),
             }
         }
@@ -518,7 +579,7 @@ impl SecretLexicon {
         clitics.dedup();
         Ok(SecretLexicon {
             terms: b.terms,
-            by_first: b.by_first,
+            by_first: Index::from_map(b.by_first),
             stems: b.stems,
             by_first_skeleton: std::sync::OnceLock::new(),
             skeleton_terms: b.skeleton_terms,
@@ -648,10 +709,11 @@ impl SecretLexicon {
             && term_last.is_none_or(|w| text::fold(w) != *last)
     }
 
-    fn skeleton_index(&self) -> &HashMap<String, Vec<Seq>> {
+    fn skeleton_index(&self) -> &Index {
         self.by_first_skeleton.get_or_init(|| {
             let mut index: HashMap<String, Vec<Seq>> = HashMap::new();
-            for (words, term) in &self.skeleton_terms {
+            for (joined, term) in &self.skeleton_terms {
+                let words: Vec<&str> = joined.split(' ').collect();
                 // Skeletons differ by case (`ν` looks like `v`, `Ν` like `N`): the term's
                 // skeleton in lower and in upper case.
                 let lower: Vec<String> = words.iter().map(|w| skeleton_fold(w)).collect();
@@ -669,7 +731,7 @@ impl SecretLexicon {
             for seqs in index.values_mut() {
                 seqs.sort_by_key(|q| std::cmp::Reverse(q.rest.len()));
             }
-            index
+            Index::from_map(index)
         })
     }
 
@@ -731,11 +793,9 @@ impl SecretLexicon {
     /// Does `text` end with a word that begins a longer term (`api` of "api key", `card` of
     /// "card number")? Then the field's next text may complete it.
     pub fn may_continue(&self, text: &str) -> bool {
-        text::words(text).last().is_some_and(|w| {
-            self.by_first
-                .get(&w.folded)
-                .is_some_and(|seqs| seqs.iter().any(|q| !q.rest.is_empty()))
-        })
+        text::words(text)
+            .last()
+            .is_some_and(|w| self.by_first.continues(&w.folded))
     }
 
     /// Does the label `text` name what its field holds, something no secret is (`feedback`,
@@ -765,7 +825,7 @@ impl SecretLexicon {
         self.scan_detail(text, Role::Label).1
     }
 
-    fn hit(&self, term: usize, name: impl Fn(&TermInfo) -> &String) -> Match<'_> {
+    fn hit(&self, term: usize, name: impl Fn(&TermInfo) -> &Arc<str>) -> Match<'_> {
         Match {
             term,
             detector: name(&self.terms[term]),
@@ -819,7 +879,7 @@ impl SecretLexicon {
         words: &[Word],
         keys: &[&str],
         role: Role,
-        index: &HashMap<String, Vec<Seq>>,
+        index: &Index,
         need_non_latin: bool,
     ) -> (Option<usize>, bool) {
         self.scan_keys(words, keys, keys, role, index, need_non_latin)
@@ -832,7 +892,7 @@ impl SecretLexicon {
         match_keys: &[&str],
         keys: &[&str],
         role: Role,
-        index: &HashMap<String, Vec<Seq>>,
+        index: &Index,
         need_non_latin: bool,
     ) -> (Option<usize>, bool) {
         let mut suppressed_seen = false;
@@ -883,7 +943,7 @@ impl SecretLexicon {
         &self,
         keys: &[&str],
         i: usize,
-        index: &HashMap<String, Vec<Seq>>,
+        index: &Index,
         skeletons_only: bool,
     ) -> Option<(Option<usize>, usize)> {
         let mut best: Option<(Option<usize>, usize)> = None;
@@ -898,10 +958,25 @@ impl SecretLexicon {
                 *best = Some((seq.term, n + 1));
             }
         };
+        let next = keys.get(i + 1).copied();
         for head in self.heads(keys[i]) {
-            if let Some(seqs) = index.get(head) {
+            if let Some(seqs) = index.singles.get(head) {
                 for seq in seqs {
                     consider(seq, &mut best);
+                }
+            }
+            if let (Some(pairs), Some(next)) = (index.pairs.get(head), next) {
+                // The forms a second word may take (`Pat::fits`): as written, without
+                // trailing digits, without a plural `s`.
+                let forms = [Some(next), strip_digits(next), plural_of(next)];
+                for (n, form) in forms.into_iter().enumerate() {
+                    let Some(form) = form else { continue };
+                    if forms[..n].contains(&Some(form)) {
+                        continue;
+                    }
+                    for seq in pairs.get(form).into_iter().flatten() {
+                        consider(seq, &mut best);
+                    }
                 }
             }
             if skeletons_only {
@@ -918,10 +993,12 @@ impl SecretLexicon {
         if best.is_some() || skeletons_only {
             return best;
         }
-        let word = keys[i];
+        let word = keys[i].as_bytes();
+        let tail = [*word.get(word.len().checked_sub(2)?)?, *word.last()?];
         self.suffixes
+            .get(&tail)?
             .iter()
-            .find(|(s, _)| word.len() > s.len() && word.ends_with(s.as_str()))
+            .find(|(s, _)| word.len() > s.len() && word.ends_with(s.as_bytes()))
             .map(|(_, t)| (Some(*t), 1))
     }
 
@@ -1212,15 +1289,28 @@ fn as_displayed(text: &str) -> Option<String> {
     Some(out)
 }
 
-/// A word whose case changes inside it other than a capital first letter (`PaSsWoRd`,
-/// `PASSword`, `cVv`; also camelCase, which is only read again when nothing matched).
+/// A word whose case changes in a way camelCase does not: twice or more (`PaSsWoRd`, `cVv`)
+/// or a capital run running into small letters (`PASSword`; `APIKey` reads the same).
 fn odd_case(text: &str) -> bool {
-    text.split(|c: char| !c.is_alphabetic()).any(|w| {
-        let mut chars = w.chars();
-        chars.next();
-        let rest: Vec<char> = chars.collect();
-        rest.iter().any(|c| c.is_uppercase()) && w.chars().any(char::is_lowercase)
-    })
+    let (mut switches, mut upper_run, mut prev) = (0, 0, None::<bool>);
+    for c in text.chars() {
+        if !c.is_alphabetic() {
+            (switches, upper_run, prev) = (0, 0, None);
+            continue;
+        }
+        let upper = c.is_uppercase();
+        if let Some(p) = prev {
+            if p != upper {
+                switches += 1;
+                if switches >= 2 || (!upper && upper_run >= 3) {
+                    return true;
+                }
+            }
+        }
+        upper_run = if upper { upper_run + 1 } else { 0 };
+        prev = Some(upper);
+    }
+    false
 }
 
 /// `text` without markup inside words: HTML tags (`<b>`, `<span></span>`), emphasis marks
@@ -1228,6 +1318,13 @@ fn odd_case(text: &str) -> bool {
 /// compounds, `may-ari`, and `pass-word` already reads as two words); `None` when there is
 /// none.
 fn unmarked(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let dotted = b
+        .windows(3)
+        .any(|w| w[1] == b'.' && w[0].is_ascii_alphabetic() && w[2].is_ascii_alphabetic());
+    if !dotted && !text.contains(['<', '*', '~', '`', '·']) {
+        return None;
+    }
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut changed = false;
