@@ -538,10 +538,7 @@ impl SecretLexicon {
                 Some(t) if folded.len() >= 2 => {
                     let b = folded.as_bytes();
                     let tail = [b[b.len() - 2], b[b.len() - 1]];
-                    suffixes
-                        .entry(tail)
-                        .or_insert_with(Vec::new)
-                        .push((folded, t));
+                    suffixes.entry(tail).or_default().push((folded, t));
                 }
                 Some(_) => errors.push(format!("suffix term `{s}` is too short")),
                 None => errors.push(format!("suffix term `{s}` is not a single-word term")),
