@@ -111,7 +111,9 @@ pub(crate) fn check_form(
         // password is: "): prose, as if the field's description. Elsewhere a hidden text.
         let free = kind.is_free_input();
         hidden_texts(prop, kind, &mut |at, t| {
-            let role = if free && at == "default" {
+            // A default without a space is a value or an identifier (`OPENAI_API_KEY`), not
+            // a sentence to complete.
+            let role = if free && at == "default" && t.trim().contains(char::is_whitespace) {
                 Role::Prose
             } else {
                 Role::Hidden
@@ -201,6 +203,9 @@ enum Holds {
     TwoDigits,
     /// `format: date|date-time|time`: a date, so at most a card's expiry.
     Date,
+    /// `format: email|hostname|ipv4|ipv6|uuid`: an address or identifier, no secret (a URI
+    /// can carry a password, so it stays text).
+    Address,
 }
 
 impl Holds {
@@ -214,6 +219,7 @@ impl Holds {
         }
         match prop.get("format").and_then(Value::as_str) {
             Some(f) if DATE_FORMATS.contains(&f) => Holds::Date,
+            Some("email" | "idn-email" | "hostname" | "ipv4" | "ipv6" | "uuid") => Holds::Address,
             _ => Holds::Text,
         }
     }
@@ -225,6 +231,7 @@ impl Holds {
             Holds::ThreeDigits => c == Category::Cvv,
             Holds::TwoDigits => false,
             Holds::Date => c == Category::CardExpiry,
+            Holds::Address => false,
         }
     }
 }

@@ -700,9 +700,9 @@ impl SecretLexicon {
             return false;
         };
         let term_last = self.terms[term].phrase.split_whitespace().last();
-        keys.len() <= 4
+        keys.len() <= 6
             && !text.trim().contains(char::is_whitespace)
-            && self.ctx.meta_after.contains(*last)
+            && (self.ctx.meta_after.contains(*last) || self.ctx.content.contains(*last))
             && term_last.is_none_or(|w| text::fold(w) != *last)
     }
 
@@ -1048,6 +1048,15 @@ impl SecretLexicon {
             && keys
                 .get(i + len)
                 .is_some_and(|w| ctx.meta_after.contains(*w))
+        {
+            return true;
+        }
+        // In a label, a term followed by what a field holds is that thing's name: "API key
+        // owner", `token_audience`, "Password reset email", not the key.
+        if role == Role::Label
+            && keys
+                .get(i + len)
+                .is_some_and(|w| ctx.content.contains(*w) && !ctx.blank.contains(*w))
         {
             return true;
         }
