@@ -61,7 +61,7 @@ async fn official_stdio_clients_never_surface_what_the_gateway_blocks() {
     let limits = if large {
         (16, 6, Duration::from_secs(3600))
     } else {
-        (6, 10, Duration::from_secs(480))
+        (6, 25, Duration::from_secs(480))
     };
     let out_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("differential-stdio");
     std::fs::create_dir_all(&out_dir).expect("report dir");
