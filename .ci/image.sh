@@ -143,5 +143,8 @@ echo "image: /healthz ok; the password form was blocked and its server answered"
 podman stop -t 20 "$name" >/dev/null
 code=$(podman inspect "$name" --format '{{.State.ExitCode}}')
 [ "$code" = 0 ] || fail "exit code $code after SIGTERM"
-podman logs "$name" 2>&1 | grep -q 'drained' || fail "no drain in the logs"
+# Read the logs whole first: `grep -q` closing the pipe early makes `podman logs` die of
+# SIGPIPE, which pipefail reports as a failure although the line was there.
+logs=$(podman logs "$name" 2>&1)
+grep -q 'drained' <<<"$logs" || fail "no drain in the logs"
 echo "image: drained on SIGTERM, exit 0"
