@@ -9,6 +9,8 @@
 //! file's bytes as they were at the last attempt is ignored (so restoring the running file
 //! after a refused edit is applied: a rollback). SIGHUP always applies, even when nothing changed (a
 //! certificate renewed outside the watched directories, new trust roots on the system).
+//! Once the watcher is installed, one attempt runs at once (`start`): an edit that landed
+//! between the first load and the watch is applied, not lost until the next edit.
 
 use notify::{RecursiveMode, Watcher};
 use sha2::{Digest, Sha256};
@@ -29,14 +31,17 @@ pub enum Outcome<'a, R, E> {
 /// What triggered a reload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trigger {
+    /// The catch-up attempt right after the watcher is installed.
+    Start,
     Signal,
     FileChange,
 }
 
 impl Trigger {
-    /// The log's word for it: `sighup` or `file_change`.
+    /// The log's word for it: `start`, `sighup` or `file_change`.
     pub fn label(self) -> &'static str {
         match self {
+            Trigger::Start => "start",
             Trigger::Signal => "sighup",
             Trigger::FileChange => "file_change",
         }
@@ -48,6 +53,8 @@ const DEBOUNCE: Duration = Duration::from_millis(250);
 /// Watches `files` (the configuration file first) and calls `apply` with the configuration
 /// file on SIGHUP and on changes, until `shutdown` fires.
 ///
+/// The first attempt (`Trigger::Start`) runs as soon as the watcher is installed; its
+/// `apply` finds nothing to change unless the files changed since they were first read.
 /// `observe` is called once per attempt. Returns an error only when the signal handler could
 /// not be installed (a file that cannot be watched is logged; SIGHUP still works).
 pub fn spawn<R, E, A, O>(
@@ -76,11 +83,15 @@ where
     Ok(tokio::spawn(async move {
         // Keep the watcher alive as long as the task.
         let _watcher = watcher;
+        let mut catch_up = Some(Trigger::Start);
         loop {
-            let trigger = tokio::select! {
-                _ = hangup.recv() => Trigger::Signal,
-                Some(t) = rx.recv() => t,
-                () = shutdown.wait() => return,
+            let trigger = match catch_up.take() {
+                Some(t) => t,
+                None => tokio::select! {
+                    _ = hangup.recv() => Trigger::Signal,
+                    Some(t) = rx.recv() => t,
+                    () = shutdown.wait() => return,
+                },
             };
             if trigger == Trigger::FileChange {
                 // Let a burst of events (write, chmod, rename) settle before reading.
@@ -155,4 +166,52 @@ fn watch(
         watcher.watch(dir, RecursiveMode::NonRecursive)?;
     }
     Ok(watcher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// An edit made after the first load but before the watcher existed is not lost: the
+    /// first attempt runs at once, and a later edit is still seen as a file change.
+    #[tokio::test]
+    async fn the_first_attempt_runs_when_the_watcher_is_installed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("elicitgate.yaml");
+        std::fs::write(&file, "a").unwrap();
+        let seen: Arc<Mutex<Vec<(Trigger, String)>>> = Arc::default();
+        let (stop, stopping) = tokio::sync::watch::channel(false);
+        let record = seen.clone();
+        let task = spawn(
+            vec![file.clone()],
+            |p: &Path| std::fs::read_to_string(p).map_err(|e| e.to_string()),
+            move |trigger, outcome: Outcome<'_, String, String>| {
+                if let Outcome::Applied(text) = outcome {
+                    record.lock().unwrap().push((trigger, text.clone()));
+                }
+            },
+            crate::shutdown::Shutdown::new(stopping),
+        )
+        .unwrap();
+        let attempts = |n: usize| {
+            let seen = seen.clone();
+            async move {
+                for _ in 0..400 {
+                    if seen.lock().unwrap().len() >= n {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(25)).await;
+                }
+            }
+        };
+        attempts(1).await;
+        std::fs::write(&file, "b").unwrap();
+        attempts(2).await;
+        let _ = stop.send(true);
+        task.await.unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen[0], (Trigger::Start, "a".to_owned()));
+        assert_eq!(seen.get(1), Some(&(Trigger::FileChange, "b".to_owned())));
+    }
 }

@@ -410,6 +410,11 @@ fn spawn_reloader(
             let m = &recorder.metrics;
             match outcome {
                 reload::Outcome::Unchanged => {}
+                // The catch-up attempt at start found the files as they were loaded.
+                reload::Outcome::Applied(report)
+                    if trigger == reload::Trigger::Start
+                        && report.changed.is_empty()
+                        && report.restart_required.is_empty() => {}
                 reload::Outcome::Applied(report) => {
                     tracing::info!(trigger = trigger.label(), changed = %report.changed.join(", "), "Configuration reloaded.");
                     // The same warnings as at start: a reload that turns on `dry_run` or the
