@@ -404,9 +404,9 @@ fn held_out() {
 /// What this revision reaches on the held-out half, rounded to the worse side (docs/policy.md
 /// says which targets that meets): a change that does worse fails here.
 const HELD_OUT_REACHED: [(Category, f64); 3] = [
-    (Category::Secret, 0.965),
-    (Category::Benign, 0.028),
-    (Category::Hard, 0.925),
+    (Category::Secret, 0.970),
+    (Category::Benign, 0.025),
+    (Category::Hard, 0.930),
 ];
 
 /// Files whose every case must be exact (hand-curated regressions).

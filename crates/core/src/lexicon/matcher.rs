@@ -73,6 +73,9 @@ struct TermInfo {
     strength: Strength,
     /// Benign senses (each a folded word sequence) of this weak term.
     senses: Vec<Vec<String>>,
+    /// Word sequences one of which the text must contain for this term to count (`code`
+    /// with `sms`); empty for most terms.
+    needs: Vec<Vec<String>>,
 }
 
 #[derive(Debug, Clone)]
@@ -172,6 +175,12 @@ struct Context {
     place_cues: HashSet<String>,
     /// Words that turn a request into a prohibition (`never`, `not`).
     negations: HashSet<String>,
+    /// Interrogatives that open a label's question: for a thing, for a circumstance.
+    questions: HashSet<String>,
+    circumstances: HashSet<String>,
+    /// Nouns that, opening a label, name what it holds.
+    heads: HashSet<String>,
+    copulas: HashSet<String>,
     /// Folded clitic prefixes, longest first.
     clitics: Vec<String>,
 }
@@ -199,6 +208,12 @@ pub struct SecretLexicon {
     compact_blank: Option<AhoCorasick>,
     /// Negations of scripts written without spaces (`不要`, `อย่า`).
     compact_negations: Option<AhoCorasick>,
+    /// Property words of scripts written without spaces, before (`จุดประสงค์`, `用途`) or
+    /// after (`有効期限`) a term; `compact_meta_after[i]` says which side pattern `i` is on.
+    compact_meta: Option<AhoCorasick>,
+    compact_meta_after: Vec<bool>,
+    /// Linkers of those scripts (`的`, `の`, `의`, `ของ`), compacted.
+    compact_linkers: Vec<String>,
     ctx: Context,
 }
 
@@ -504,6 +519,7 @@ impl SecretLexicon {
                 obfuscated_detector: intern(format!("secret.obfuscated:{}", cat.as_str())),
                 strength,
                 senses: Vec::new(),
+                needs: Vec::new(),
             });
         }
         for phrase in &data.benign {
@@ -521,6 +537,16 @@ impl SecretLexicon {
             let words: Vec<Vec<String>> = sense.words.iter().map(|w| folded_words(w)).collect();
             for &id in ids {
                 b.terms[id].senses.extend(words.iter().cloned());
+            }
+        }
+        for need in &data.needs {
+            let Some(ids) = by_text.get(&sense_key(need.term)) else {
+                errors.push(format!("needs line for `{}`, which is no term", need.term));
+                continue;
+            };
+            let words: Vec<Vec<String>> = need.words.iter().map(|w| folded_words(w)).collect();
+            for &id in ids {
+                b.terms[id].needs.extend(words.iter().cloned());
             }
         }
         for seqs in b.by_first.values_mut() {
@@ -568,6 +594,22 @@ impl SecretLexicon {
         let negation_patterns: Vec<String> =
             compact_negations.iter().map(|c| text::compact(c)).collect();
         let compact_negations = Self::automaton(&negation_patterns, &mut errors);
+        let (compact_before, meta_before): (Vec<&str>, Vec<&str>) =
+            data.meta_before.iter().partition(|w| has_compact_char(w));
+        let (compact_after, meta_after): (Vec<&str>, Vec<&str>) =
+            data.meta_after.iter().partition(|w| has_compact_char(w));
+        let meta_patterns: Vec<String> = compact_before
+            .iter()
+            .chain(&compact_after)
+            .map(|c| text::compact(c))
+            .collect();
+        let compact_meta_after: Vec<bool> = (0..meta_patterns.len())
+            .map(|i| i >= compact_before.len())
+            .collect();
+        let compact_meta = Self::automaton(&meta_patterns, &mut errors);
+        let (compact_linkers, linkers): (Vec<&str>, Vec<&str>) =
+            data.linkers.iter().partition(|w| has_compact_char(w));
+        let compact_linkers = compact_linkers.iter().map(|c| text::compact(c)).collect();
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -587,17 +629,24 @@ impl SecretLexicon {
             compact_content,
             compact_blank,
             compact_negations,
+            compact_meta,
+            compact_meta_after,
+            compact_linkers,
             ctx: Context {
-                meta_after: folded_set(&data.meta_after),
-                meta_before: folded_set(&data.meta_before),
+                meta_after: folded_set(&meta_after),
+                meta_before: folded_set(&meta_before),
                 actions: folded_set(&data.actions),
-                linkers: folded_set(&data.linkers),
+                linkers: folded_set(&linkers),
                 cues: folded_set(&data.cues),
                 content: folded_set(&content),
                 blank: folded_set(&blank),
                 weak_cues: folded_set(&data.weak_cues),
                 place_cues: folded_set(&data.place_cues),
                 negations: folded_set(&negations),
+                questions: folded_set(&data.questions),
+                circumstances: folded_set(&data.circumstances),
+                heads: folded_set(&data.heads),
+                copulas: folded_set(&data.copulas),
                 clitics,
             },
         })
@@ -690,7 +739,15 @@ impl SecretLexicon {
             }
             return (Some(self.hit(t, |i| &i.detector)), false);
         }
-        (self.scan_rest(text, &words, &keys, role), suppressed)
+        let mut attribute = suppressed;
+        if has_compact_char(text) {
+            let (hit, property) = self.scan_compact(text, role);
+            if let Some(t) = hit {
+                return (Some(self.hit(t, |i| &i.detector)), false);
+            }
+            attribute |= property;
+        }
+        (self.scan_rest(text, &words, &keys, role), attribute)
     }
 
     /// An identifier is named by its last word (`otp_phone_label`, `tokenPurpose`): a
@@ -732,7 +789,7 @@ impl SecretLexicon {
         })
     }
 
-    /// The passes after the first: compact scripts, homoglyphs, obfuscation.
+    /// The passes after the scripts' own: homoglyphs, obfuscation.
     fn scan_rest(
         &self,
         text: &str,
@@ -740,11 +797,6 @@ impl SecretLexicon {
         keys: &[&str],
         role: Role,
     ) -> Option<Match<'_>> {
-        if has_compact_char(text) {
-            if let Some(t) = self.scan_compact(text, role) {
-                return Some(self.hit(t, |i| &i.detector));
-            }
-        }
         if words.iter().any(spoof_candidate) {
             // Only words that can be spoofs: mixed scripts, or a skeleton that is all
             // ASCII (a Cyrillic or small-capital spelling of a Latin word). Real words of
@@ -909,9 +961,21 @@ impl SecretLexicon {
             // Context is read within the term's sentence: "We texted you a code. Type it
             // here" does not make `type` a property of the code.
             let (lo, hi) = sentence(words, i, len);
-            if self.suppressed(&keys[lo..hi], i - lo, len, role) {
+            let question = words[lo..hi].last().is_some_and(|w| w.asks);
+            if self.suppressed(&keys[lo..hi], (i - lo, len, term), role, question) {
                 suppressed_seen = true;
                 i += len;
+                continue;
+            }
+            // A term too common alone (`code`) counts only beside what makes it a secret
+            // (`sms`, `texted`) anywhere in the text.
+            let needs = &self.terms[term].needs;
+            if !needs.is_empty()
+                && !needs
+                    .iter()
+                    .any(|n| !n.is_empty() && keys.windows(n.len()).any(|w| w == n.as_slice()))
+            {
+                i += 1;
                 continue;
             }
             let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(spoof_candidate);
@@ -1020,7 +1084,43 @@ impl SecretLexicon {
         std::iter::once(word).chain(digits).chain(clitic)
     }
 
-    fn suppressed(&self, keys: &[&str], i: usize, len: usize, role: Role) -> bool {
+    /// A label (one sentence of it) whose opening word says it asks about the secret at
+    /// `keys[i]`, not for it: a head noun with words between ("Reason for revoking the
+    /// token", "Date the PIN was issued"; "Team API token" is the team's token), or, in a
+    /// question, an interrogative of circumstance ("When did you last change your
+    /// password?") or one of things or persons followed by another noun than the secret
+    /// ("Which app generates your 2FA codes?", "Who should own the deploy key?"; "What is
+    /// your PIN?" and "Who was your first teacher?" ask for it, and "What you type after
+    /// your username" is no question). A card's expiry is itself a date and stays asked.
+    fn label_about(&self, keys: &[&str], i: usize, term: usize, question: bool) -> bool {
+        let ctx = &self.ctx;
+        if self.terms[term].category == Category::CardExpiry {
+            return false;
+        }
+        let first = keys[0];
+        if i >= 2 && ctx.heads.contains(first) {
+            return true;
+        }
+        if !question {
+            return false;
+        }
+        if ctx.circumstances.contains(first) {
+            return true;
+        }
+        ctx.questions.contains(first)
+            && keys[1..i].iter().any(|w| {
+                let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+                !(ctx.linkers.contains(*w) || ctx.copulas.contains(*w) || number)
+            })
+    }
+
+    fn suppressed(
+        &self,
+        keys: &[&str],
+        (i, len, term): (usize, usize, usize),
+        role: Role,
+        question: bool,
+    ) -> bool {
         let ctx = &self.ctx;
         // "Create an API key" (the server creates it) is about a key; a field titled
         // "Create a password" asks for one.
@@ -1049,6 +1149,9 @@ impl SecretLexicon {
                 .get(i + len)
                 .is_some_and(|w| ctx.meta_after.contains(*w))
         {
+            return true;
+        }
+        if role == Role::Label && i > 0 && self.label_about(keys, i, term, question) {
             return true;
         }
         // In a label, a term followed by what a field holds is that thing's name: "API key
@@ -1154,9 +1257,15 @@ impl SecretLexicon {
         negation(keys[v]) || keys[v.saturating_sub(2)..v].iter().any(|w| negation(w))
     }
 
-    fn scan_compact(&self, text: &str, role: Role) -> Option<usize> {
-        let ac = self.compact.as_ref()?;
+    /// Terms of scripts written without spaces: the first one asked for, and whether a term
+    /// was found only as a property of a secret (a property word right before or after it:
+    /// `จุดประสงค์ของโทเคน`, "the token's purpose").
+    fn scan_compact(&self, text: &str, role: Role) -> (Option<usize>, bool) {
+        let Some(ac) = self.compact.as_ref() else {
+            return (None, false);
+        };
         let c = text::compact(text);
+        let mut property = false;
         for m in ac.find_iter(&c) {
             let Some(term) = self
                 .compact_kinds
@@ -1177,9 +1286,34 @@ impl SecretLexicon {
             if role != Role::Label && self.compact_negated(&c, m.start(), m.end()) {
                 continue;
             }
-            return Some(term);
+            if role == Role::Label
+                && !self.compact_cued(&c, m.start(), m.end())
+                && self.compact_property(&c, m.start(), m.end())
+            {
+                property = true;
+                continue;
+            }
+            return (Some(term), false);
         }
-        None
+        (None, property)
+    }
+
+    /// A property word of a compact script right before or after the term, or with only a
+    /// linker between (`โทเคน` in `จุดประสงค์ของโทเคน`, `用途` in `令牌的用途`). Labels
+    /// without a request cue only: prose and asks join sentences once separators are gone
+    /// ("请输入密码（长度…）").
+    fn compact_property(&self, c: &str, start: usize, end: usize) -> bool {
+        let Some(ac) = &self.compact_meta else {
+            return false;
+        };
+        let linked = |gap: &str| gap.is_empty() || self.compact_linkers.iter().any(|l| l == gap);
+        ac.find_iter(c).any(|m| {
+            if self.compact_meta_after[m.pattern().as_usize()] {
+                m.start() >= end && c.get(end..m.start()).is_some_and(linked)
+            } else {
+                m.end() <= start && c.get(m.end()..start).is_some_and(linked)
+            }
+        })
     }
 
     /// A negation just before the term or, for verb-final languages, just after it
@@ -1320,14 +1454,14 @@ fn odd_case(text: &str) -> bool {
 }
 
 /// `text` without markup inside words: HTML tags (`<b>`, `<span></span>`), emphasis marks
-/// (`*`, `~`, `` ` ``) and a `.` or `·` between two letters (`to.ken`; a hyphen joins real
-/// compounds, `may-ari`, and `pass-word` already reads as two words); `None` when there is
-/// none.
+/// (`*`, `~`, `` ` ``), a `.` or `·` between two letters (`to.ken`) and a hyphen between
+/// single characters (`2-F-A`; a hyphen joins real compounds, `may-ari`, and `pass-word`
+/// already reads as two words); `None` when there is none.
 fn unmarked(text: &str) -> Option<String> {
     let b = text.as_bytes();
-    let dotted = b
-        .windows(3)
-        .any(|w| w[1] == b'.' && w[0].is_ascii_alphabetic() && w[2].is_ascii_alphabetic());
+    let dotted = b.windows(3).any(|w| {
+        matches!(w[1], b'.' | b'-') && w[0].is_ascii_alphanumeric() && w[2].is_ascii_alphanumeric()
+    });
     if !dotted && !text.contains(['<', '*', '~', '`', '·']) {
         return None;
     }
@@ -1349,7 +1483,18 @@ fn unmarked(text: &str) -> Option<String> {
         let between_letters = i > 0
             && chars.get(i + 1).is_some_and(|n| n.is_alphabetic())
             && chars[i - 1].is_alphabetic();
-        if matches!(c, '*' | '~' | '`') || (matches!(c, '.' | '·') && between_letters) {
+        // `2-F-A`: every part one character long.
+        let lone = |j: Option<usize>| {
+            j.and_then(|j| chars.get(j))
+                .is_none_or(|x| !x.is_alphanumeric() || *x == '-')
+        };
+        let spelt = c == '-'
+            && i > 0
+            && chars[i - 1].is_alphanumeric()
+            && chars.get(i + 1).is_some_and(|n| n.is_alphanumeric())
+            && lone(i.checked_sub(2))
+            && lone(Some(i + 2));
+        if matches!(c, '*' | '~' | '`') || (matches!(c, '.' | '·') && between_letters) || spelt {
             changed = true;
             i += 1;
             continue;
@@ -1451,6 +1596,7 @@ fn join_spaced(words: &[Word]) -> Option<Vec<Word>> {
                 folded,
                 non_latin,
                 stop_before,
+                asks: words[j - 1].asks,
             });
             changed = true;
             i = j;
@@ -1529,6 +1675,84 @@ mod tests {
         assert!(lex
             .scan("We texted you a code. Type it here", Role::Prose)
             .is_some());
+    }
+
+    #[test]
+    fn how_a_label_opens_says_whether_it_asks_for_the_secret() {
+        let lex = SecretLexicon::builtin();
+        for about in [
+            "Which service is this password for?",
+            "Which app generates your 2FA codes?",
+            "When did you last change your password?",
+            "Who should own the new deploy key?",
+            "Reason for revoking the token",
+            "Date the PIN was issued",
+            "Comment to attach to the SSH key",
+            "Wann haben Sie Ihr Passwort zuletzt geändert?",
+            "Motivo del cambio de contraseña",
+        ] {
+            assert_eq!(lex.scan_detail(about, Role::Label), (None, true), "{about}");
+        }
+        for ask in [
+            "What is your PIN?",
+            "What's the password for the admin account?",
+            "Who was your first teacher?",
+            "Which password unlocks the laptop?",
+            "Wie lautet Ihr Passwort?",
+            "Team API token",
+            "What you typed after your username",
+            "When prompted, enter your password",
+            "Date on your card (MM/YY)",
+        ] {
+            assert!(lex.scan(ask, Role::Label).is_some(), "{ask}");
+        }
+    }
+
+    #[test]
+    fn a_term_too_common_alone_needs_its_context() {
+        let lex = SecretLexicon::builtin();
+        for ask in [
+            "We just texted a code to the number ending 0417. Type it here.",
+            "Мы отправили код в SMS. Введите его.",
+        ] {
+            assert!(lex.scan(ask, Role::Prose).is_some(), "{ask}");
+        }
+        for plain in [
+            "Code",
+            "Enter the code printed on your ticket",
+            "Source code",
+        ] {
+            assert!(lex.scan(plain, Role::Prose).is_none(), "{plain}");
+        }
+        // A benign phrase still shadows it.
+        assert!(lex
+            .scan("Enter the promo code we sent by SMS", Role::Prose)
+            .is_none());
+    }
+
+    #[test]
+    fn compact_scripts_name_a_property_next_to_the_term() {
+        let lex = SecretLexicon::builtin();
+        for about in [
+            "จุดประสงค์ของโทเคน",
+            "密码的用途",
+            "パスワードの用途",
+            "비밀번호의 용도",
+        ] {
+            assert_eq!(lex.scan_detail(about, Role::Label), (None, true), "{about}");
+        }
+        // Not in prose, where separators gone join sentences, nor after a request.
+        assert!(lex.scan("请输入密码的用途", Role::Label).is_some());
+        assert!(lex.scan("กรุณากรอกรหัสผ่าน", Role::Label).is_some());
+    }
+
+    #[test]
+    fn letters_spelt_with_dots_or_hyphens_are_joined() {
+        assert_eq!(unmarked("2-F-A c.o.d.e").as_deref(), Some("2FA code"));
+        assert_eq!(unmarked("e-mail"), None);
+        assert_eq!(unmarked("may-ari ng T-Mobile"), None);
+        let lex = SecretLexicon::builtin();
+        assert!(lex.scan("2-F-A c.o.d.e", Role::Label).is_some());
     }
 
     #[test]

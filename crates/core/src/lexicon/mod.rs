@@ -134,9 +134,24 @@ pub struct Data {
     pub place_cues: Vec<&'static str>,
     /// Words that turn a request into a prohibition (`never`, `not`, `nie`, `不要`).
     pub negations: Vec<&'static str>,
+    /// Interrogatives that ask for a thing (`which`, `what`, `welche`): a label asking
+    /// "which service is this password for" asks for the service.
+    pub questions: Vec<&'static str>,
+    /// Interrogatives that ask for a circumstance or a person (`when`, `why`, `how`, `who`,
+    /// `wann`): a label so opened asks about the secret, never for it.
+    pub circumstances: Vec<&'static str>,
+    /// Nouns that, opening a label, name what it holds whatever secret follows (`reason`,
+    /// `date`, `comment`: "Date the PIN was issued").
+    pub heads: Vec<&'static str>,
+    /// Copulas and auxiliaries skipped after an interrogative (`is`, `s`, `ist`, `est`).
+    pub copulas: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
     pub senses: Vec<Sense>,
+    /// Terms too common alone to name a secret (`code`, `код`) and the words one of which the
+    /// same text must also contain for them to (`sms`, `texted`, `отправили`): reused
+    /// [`Sense`] shape, `words` being the needed ones.
+    pub needs: Vec<Sense>,
     /// Languages in file order.
     pub languages: Vec<&'static str>,
 }
@@ -274,6 +289,13 @@ impl Data {
                 });
                 continue;
             }
+            if let Some(term) = key.strip_prefix("needs ") {
+                self.needs.push(Sense {
+                    term: term.trim(),
+                    words: items(list).collect(),
+                });
+                continue;
+            }
             let target = match key {
                 "meta_after" => Some(&mut self.meta_after),
                 "meta_before" => Some(&mut self.meta_before),
@@ -286,6 +308,10 @@ impl Data {
                 "content" => Some(&mut self.content),
                 "blank" => Some(&mut self.blank),
                 "negations" => Some(&mut self.negations),
+                "questions" => Some(&mut self.questions),
+                "circumstances" => Some(&mut self.circumstances),
+                "heads" => Some(&mut self.heads),
+                "copulas" => Some(&mut self.copulas),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
                 _ => None,

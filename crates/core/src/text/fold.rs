@@ -265,6 +265,8 @@ pub(crate) struct Word {
     /// A sentence ended between the previous word and this one (`.`, `!`, `?`, `;` and
     /// their full-width and Arabic forms): request cues and negations do not reach across.
     pub(crate) stop_before: bool,
+    /// A question mark (`?`, `？`, `؟`) follows the word: its sentence is a question.
+    pub(crate) asks: bool,
 }
 
 /// Punctuation that ends a sentence.
@@ -295,6 +297,7 @@ pub(crate) fn words(text: &str) -> Vec<Word> {
                     folded: fold(current),
                     non_latin: *non_latin,
                     stop_before: std::mem::take(stop),
+                    asks: false,
                 });
                 current.clear();
             }
@@ -304,6 +307,11 @@ pub(crate) fn words(text: &str) -> Vec<Word> {
         match class(c) {
             CharClass::Separator | CharClass::Compact => {
                 flush(&mut current, &mut non_latin, &mut stop, &mut out);
+                if matches!(c, '?' | '？' | '؟') {
+                    if let Some(last) = out.last_mut() {
+                        last.asks = true;
+                    }
+                }
                 let next_space = chars.get(i + 1).is_none_or(|n| n.is_whitespace());
                 stop |= ends_sentence(c) && (next_space || !c.is_ascii());
             }
@@ -340,6 +348,7 @@ fn ascii_words(text: &str) -> Vec<Word> {
             folded,
             non_latin: false,
             stop_before: std::mem::take(stop),
+            asks: false,
         });
     };
     for i in 0..b.len() {
@@ -347,6 +356,11 @@ fn ascii_words(text: &str) -> Vec<Word> {
         if !c.is_ascii_alphanumeric() {
             if let Some(s) = start.take() {
                 push(&mut out, s, i, &mut stop);
+            }
+            if c == b'?' {
+                if let Some(last) = out.last_mut() {
+                    last.asks = true;
+                }
             }
             // `document.cookie`, `e.g.` inside a word end nothing; `Done. Now` does.
             let next_space = b.get(i + 1).is_none_or(u8::is_ascii_whitespace);
