@@ -220,6 +220,14 @@ impl Holds {
         match prop.get("format").and_then(Value::as_str) {
             Some(f) if DATE_FORMATS.contains(&f) => Holds::Date,
             Some("email" | "idn-email" | "hostname" | "ipv4" | "ipv6" | "uuid") => Holds::Address,
+            _ if ["title", "description"].iter().any(|k| {
+                prop.get(*k)
+                    .and_then(Value::as_str)
+                    .is_some_and(shows_full_date)
+            }) =>
+            {
+                Holds::Date
+            }
             _ => Holds::Text,
         }
     }
@@ -293,6 +301,24 @@ const NAMED_FORMATS: &[&str] = &[
     "ipv6",
     "uuid",
 ];
+
+/// Does `text` show the format of a full date, a day, a month and a year as runs of one
+/// repeated letter joined by `-`, `/` or `.` ("(YYYY-MM-DD)", "GG.AA.YYYY", "ปปปป-ดด-วว")?
+/// A field so labelled holds a date, whatever secret its label names ("Password last
+/// changed (YYYY-MM-DD)"); a card's expiry is month and year only (`MM/YY`).
+fn shows_full_date(text: &str) -> bool {
+    let one_letter_run = |part: &str| {
+        let mut chars = part.chars().flat_map(char::to_lowercase);
+        let first = chars.next();
+        let n = part.chars().count();
+        first.is_some_and(|f| f.is_alphabetic() && chars.all(|c| c == f)) && (n == 2 || n == 4)
+    };
+    text.split(|c: char| !(c.is_alphabetic() || matches!(c, '-' | '/' | '.')))
+        .any(|token| {
+            let parts: Vec<&str> = token.split(['-', '/', '.']).collect();
+            parts.len() == 3 && parts.iter().all(|p| one_letter_run(p))
+        })
+}
 
 /// Formats of a date: at most a card's expiry ([`Holds::Date`]).
 const DATE_FORMATS: &[&str] = &["date", "date-time", "time"];

@@ -1135,7 +1135,11 @@ impl SecretLexicon {
                 .into_iter()
                 .flatten()
                 .any(|w| ctx.actions.contains(*w));
-            if acted {
+            // "Create a personal access token and paste it here": made, then asked for.
+            let asked_after = keys[i + len..].iter().any(|w| {
+                ctx.cues.contains(*w) && !ctx.linkers.contains(*w) && !ctx.weak_cues.contains(*w)
+            });
+            if acted && !asked_after {
                 return true;
             }
         }
@@ -1267,13 +1271,22 @@ impl SecretLexicon {
         let c = text::compact(text);
         let mut property = false;
         for m in ac.find_iter(&c) {
-            let Some(term) = self
+            let kind = self
                 .compact_kinds
                 .get(m.pattern().as_usize())
                 .copied()
-                .flatten()
-            else {
-                continue;
+                .flatten();
+            let term = match kind {
+                Some(term) => term,
+                // A suppressor naming the secret as sent or shown ("发送验证码") still gives
+                // way to a request right after it in prose: "我们已发送短信验证码，请在下方输入".
+                None if role != Role::Label && self.compact_cued(&c, m.start(), m.end()) => {
+                    match self.term_inside(ac, &c, m.start(), m.end()) {
+                        Some(term) => term,
+                        None => continue,
+                    }
+                }
+                None => continue,
             };
             let needs_cue = match role {
                 Role::Label => false,
@@ -1296,6 +1309,18 @@ impl SecretLexicon {
             return (Some(term), false);
         }
         (None, property)
+    }
+
+    /// A term inside `c[start..end]` other than at its start: what a suppressor contains.
+    fn term_inside(&self, ac: &AhoCorasick, c: &str, start: usize, end: usize) -> Option<usize> {
+        let span = c.get(start..end)?;
+        span.char_indices().skip(1).find_map(|(k, _)| {
+            let m = ac.find(&span[k..])?;
+            self.compact_kinds
+                .get(m.pattern().as_usize())
+                .copied()
+                .flatten()
+        })
     }
 
     /// A property word of a compact script right before or after the term, or with only a

@@ -482,3 +482,25 @@ fn labels_name_content_unless_a_blank_word_waits_for_something_else() {
         assert!(!lex.names_content(blank), "{blank}");
     }
 }
+
+#[test]
+fn a_label_showing_a_full_date_format_holds_a_date() {
+    for t in [
+        "Password last changed (YYYY-MM-DD)",
+        "Şifrenizi en son ne zaman değiştirdiniz? (GG.AA.YYYY)",
+        "Data di creazione della chiave (AAAA-MM-GG)",
+        "วันหมดอายุของ client secret (ปปปป-ดด-วว)",
+        "dd/mm/yyyy",
+    ] {
+        assert!(super::shows_full_date(t), "{t}");
+    }
+    for t in [
+        "Card expiry (MM/YY)",
+        "Valid thru MM/YYYY",
+        "v1.2.3",
+        "e.g. 2024-01-31",
+        "a-b-c",
+    ] {
+        assert!(!super::shows_full_date(t), "{t}");
+    }
+}
