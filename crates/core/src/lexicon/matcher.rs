@@ -178,6 +178,7 @@ struct Context {
     /// Interrogatives that open a label's question: for a thing, for a circumstance.
     questions: HashSet<String>,
     circumstances: HashSet<String>,
+    circumstances_late: HashSet<String>,
     /// Nouns that, opening a label, name what it holds.
     heads: HashSet<String>,
     copulas: HashSet<String>,
@@ -214,6 +215,8 @@ pub struct SecretLexicon {
     compact_meta_after: Vec<bool>,
     /// Linkers of those scripts (`的`, `の`, `의`, `ของ`), compacted.
     compact_linkers: Vec<String>,
+    /// Interrogatives of circumstance of those scripts (`いつ`, `什么时候`, `언제`).
+    compact_circumstances: Option<AhoCorasick>,
     ctx: Context,
 }
 
@@ -607,6 +610,12 @@ impl SecretLexicon {
             .map(|i| i >= compact_before.len())
             .collect();
         let compact_meta = Self::automaton(&meta_patterns, &mut errors);
+        let (compact_late, late_words): (Vec<&str>, Vec<&str>) = data
+            .circumstances_late
+            .iter()
+            .partition(|w| has_compact_char(w));
+        let late_patterns: Vec<String> = compact_late.iter().map(|c| text::compact(c)).collect();
+        let compact_circumstances = Self::automaton(&late_patterns, &mut errors);
         let (compact_linkers, linkers): (Vec<&str>, Vec<&str>) =
             data.linkers.iter().partition(|w| has_compact_char(w));
         let compact_linkers = compact_linkers.iter().map(|c| text::compact(c)).collect();
@@ -632,6 +641,7 @@ impl SecretLexicon {
             compact_meta,
             compact_meta_after,
             compact_linkers,
+            compact_circumstances,
             ctx: Context {
                 meta_after: folded_set(&meta_after),
                 meta_before: folded_set(&meta_before),
@@ -645,6 +655,7 @@ impl SecretLexicon {
                 negations: folded_set(&negations),
                 questions: folded_set(&data.questions),
                 circumstances: folded_set(&data.circumstances),
+                circumstances_late: folded_set(&late_words),
                 heads: folded_set(&data.heads),
                 copulas: folded_set(&data.copulas),
                 clitics,
@@ -1084,15 +1095,22 @@ impl SecretLexicon {
         std::iter::once(word).chain(digits).chain(clitic)
     }
 
-    /// A label (one sentence of it) whose opening word says it asks about the secret at
-    /// `keys[i]`, not for it: a head noun with words between ("Reason for revoking the
-    /// token", "Date the PIN was issued"; "Team API token" is the team's token), or, in a
-    /// question, an interrogative of circumstance ("When did you last change your
-    /// password?") or one of things or persons followed by another noun than the secret
-    /// ("Which app generates your 2FA codes?", "Who should own the deploy key?"; "What is
-    /// your PIN?" and "Who was your first teacher?" ask for it, and "What you type after
-    /// your username" is no question). A card's expiry is itself a date and stays asked.
-    fn label_about(&self, keys: &[&str], i: usize, term: usize, question: bool) -> bool {
+    /// A label (one sentence of it) that asks about the secret at `keys[i..i + len]`, not
+    /// for it: opened by a head noun with words between ("Reason for revoking the token",
+    /// "Date the PIN was issued"; "Team API token" is the team's token), or a question with
+    /// an interrogative of circumstance, first ("When did you last change your password?")
+    /// or, in languages that place it inside, anywhere outside the term ("Şifrenizi en son
+    /// ne zaman değiştirdiniz?"), or opened by one of things or persons followed by another
+    /// noun than the secret ("Which app generates your 2FA codes?", "Who should own the
+    /// deploy key?"; "What is your PIN?" and "Who was your first teacher?" ask for it, and
+    /// "What you type after your username" is no question). A card's expiry is itself a
+    /// date and stays asked.
+    fn label_about(
+        &self,
+        keys: &[&str],
+        (i, len, term): (usize, usize, usize),
+        question: bool,
+    ) -> bool {
         let ctx = &self.ctx;
         if self.terms[term].category == Category::CardExpiry {
             return false;
@@ -1104,10 +1122,18 @@ impl SecretLexicon {
         if !question {
             return false;
         }
-        if ctx.circumstances.contains(first) {
+        if i > 0 && ctx.circumstances.contains(first) {
             return true;
         }
-        ctx.questions.contains(first)
+        let outside = keys[..i].iter().chain(&keys[i + len..]);
+        if outside
+            .into_iter()
+            .any(|w| ctx.circumstances_late.contains(*w))
+        {
+            return true;
+        }
+        i > 0
+            && ctx.questions.contains(first)
             && keys[1..i].iter().any(|w| {
                 let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
                 !(ctx.linkers.contains(*w) || ctx.copulas.contains(*w) || number)
@@ -1155,7 +1181,7 @@ impl SecretLexicon {
         {
             return true;
         }
-        if role == Role::Label && i > 0 && self.label_about(keys, i, term, question) {
+        if role == Role::Label && self.label_about(keys, (i, len, term), question) {
             return true;
         }
         // In a label, a term followed by what a field holds is that thing's name: "API key
@@ -1268,6 +1294,7 @@ impl SecretLexicon {
         let Some(ac) = self.compact.as_ref() else {
             return (None, false);
         };
+        let question = text.contains(['?', '？', '؟']);
         let c = text::compact(text);
         let mut property = false;
         for m in ac.find_iter(&c) {
@@ -1301,7 +1328,8 @@ impl SecretLexicon {
             }
             if role == Role::Label
                 && !self.compact_cued(&c, m.start(), m.end())
-                && self.compact_property(&c, m.start(), m.end())
+                && (self.compact_property(&c, m.start(), m.end())
+                    || (question && self.compact_circumstance(&c, m.start(), m.end())))
             {
                 property = true;
                 continue;
@@ -1309,6 +1337,15 @@ impl SecretLexicon {
             return (Some(term), false);
         }
         (None, property)
+    }
+
+    /// An interrogative of circumstance of a compact script outside the term
+    /// (`パスワードをいつ変更しましたか`): with a question mark, the label asks about it.
+    fn compact_circumstance(&self, c: &str, start: usize, end: usize) -> bool {
+        self.compact_circumstances.as_ref().is_some_and(|ac| {
+            ac.find_iter(c)
+                .any(|m| m.end() <= start || m.start() >= end)
+        })
     }
 
     /// A term inside `c[start..end]` other than at its start: what a suppressor contains.
@@ -1715,8 +1752,15 @@ mod tests {
             "Comment to attach to the SSH key",
             "Wann haben Sie Ihr Passwort zuletzt geändert?",
             "Motivo del cambio de contraseña",
+            "Şifrenizi en son ne zaman değiştirdiniz?",
+            "पासवर्ड आख़िरी बार कब बदला था?",
+            "パスワードをいつ変更しましたか？",
         ] {
             assert_eq!(lex.scan_detail(about, Role::Label), (None, true), "{about}");
+        }
+        for ask in ["Şifreniz nedir?", "Şifrenizi girin", "पासवर्ड क्या है?"]
+        {
+            assert!(lex.scan(ask, Role::Label).is_some(), "{ask}");
         }
         for ask in [
             "What is your PIN?",

@@ -140,6 +140,9 @@ pub struct Data {
     /// Interrogatives that ask for a circumstance or a person (`when`, `why`, `how`, `who`,
     /// `wann`): a label so opened asks about the secret, never for it.
     pub circumstances: Vec<&'static str>,
+    /// The same interrogatives of languages that put them inside the question, after the
+    /// secret (`kab`, `ne zaman`, `いつ`): anywhere in a question label.
+    pub circumstances_late: Vec<&'static str>,
     /// Nouns that, opening a label, name what it holds whatever secret follows (`reason`,
     /// `date`, `comment`: "Date the PIN was issued").
     pub heads: Vec<&'static str>,
@@ -310,6 +313,7 @@ impl Data {
                 "negations" => Some(&mut self.negations),
                 "questions" => Some(&mut self.questions),
                 "circumstances" => Some(&mut self.circumstances),
+                "circumstances_late" => Some(&mut self.circumstances_late),
                 "heads" => Some(&mut self.heads),
                 "copulas" => Some(&mut self.copulas),
                 "suffix" => Some(&mut self.suffix),
