@@ -313,10 +313,16 @@ fn shows_full_date(text: &str) -> bool {
         let n = part.chars().count();
         first.is_some_and(|f| f.is_alphabetic() && chars.all(|c| c == f)) && (n == 2 || n == 4)
     };
+    if !text.contains(['-', '/', '.']) {
+        return false;
+    }
     text.split(|c: char| !(c.is_alphabetic() || matches!(c, '-' | '/' | '.')))
         .any(|token| {
-            let parts: Vec<&str> = token.split(['-', '/', '.']).collect();
-            parts.len() == 3 && parts.iter().all(|p| one_letter_run(p))
+            let mut n = 0;
+            token.split(['-', '/', '.']).all(|p| {
+                n += 1;
+                n <= 3 && one_letter_run(p)
+            }) && n == 3
         })
 }
 

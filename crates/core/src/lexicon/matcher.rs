@@ -1132,12 +1132,18 @@ impl SecretLexicon {
         {
             return true;
         }
-        i > 0
-            && ctx.questions.contains(first)
-            && keys[1..i].iter().any(|w| {
-                let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
-                !(ctx.linkers.contains(*w) || ctx.copulas.contains(*w) || number)
-            })
+        if i == 0 || !ctx.questions.contains(first) {
+            return false;
+        }
+        // "What's your online banking password?" asks for it, whatever modifies it; "What
+        // is this token for?" asks its purpose.
+        if keys.get(1).is_some_and(|w| ctx.copulas.contains(*w)) {
+            return i + len + 1 == keys.len() && ctx.linkers.contains(keys[i + len]);
+        }
+        keys[1..i].iter().any(|w| {
+            let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+            !(ctx.linkers.contains(*w) || number)
+        })
     }
 
     fn suppressed(
