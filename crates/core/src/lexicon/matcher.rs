@@ -980,11 +980,15 @@ impl SecretLexicon {
             }
             // A term too common alone (`code`) counts only beside what makes it a secret
             // (`sms`, `texted`) anywhere in the text.
+            // A benign phrase anywhere names what was sent ("the promo code we sent by SMS").
             let needs = &self.terms[term].needs;
             if !needs.is_empty()
-                && !needs
+                && (!needs
                     .iter()
                     .any(|n| !n.is_empty() && keys.windows(n.len()).any(|w| w == n.as_slice()))
+                    || (0..keys.len()).any(|j| {
+                        matches!(self.match_at(match_keys, j, index, false), Some((None, _)))
+                    }))
             {
                 i += 1;
                 continue;
@@ -1171,7 +1175,8 @@ impl SecretLexicon {
             let asked_after = keys[i + len..].iter().any(|w| {
                 ctx.cues.contains(*w) && !ctx.linkers.contains(*w) && !ctx.weak_cues.contains(*w)
             });
-            if acted && !asked_after {
+            // Sending is what makes a `needs` term a secret ("we sent you an SMS").
+            if acted && !asked_after && self.terms[term].needs.is_empty() {
                 return true;
             }
         }
@@ -1309,17 +1314,8 @@ impl SecretLexicon {
                 .get(m.pattern().as_usize())
                 .copied()
                 .flatten();
-            let term = match kind {
-                Some(term) => term,
-                // A suppressor naming the secret as sent or shown ("发送验证码") still gives
-                // way to a request right after it in prose: "我们已发送短信验证码，请在下方输入".
-                None if role != Role::Label && self.compact_cued(&c, m.start(), m.end()) => {
-                    match self.term_inside(ac, &c, m.start(), m.end()) {
-                        Some(term) => term,
-                        None => continue,
-                    }
-                }
-                None => continue,
+            let Some(term) = kind else {
+                continue;
             };
             let needs_cue = match role {
                 Role::Label => false,
@@ -1351,18 +1347,6 @@ impl SecretLexicon {
         self.compact_circumstances.as_ref().is_some_and(|ac| {
             ac.find_iter(c)
                 .any(|m| m.end() <= start || m.start() >= end)
-        })
-    }
-
-    /// A term inside `c[start..end]` other than at its start: what a suppressor contains.
-    fn term_inside(&self, ac: &AhoCorasick, c: &str, start: usize, end: usize) -> Option<usize> {
-        let span = c.get(start..end)?;
-        span.char_indices().skip(1).find_map(|(k, _)| {
-            let m = ac.find(&span[k..])?;
-            self.compact_kinds
-                .get(m.pattern().as_usize())
-                .copied()
-                .flatten()
         })
     }
 
@@ -1527,8 +1511,13 @@ fn odd_case(text: &str) -> bool {
 /// already reads as two words); `None` when there is none.
 fn unmarked(text: &str) -> Option<String> {
     let b = text.as_bytes();
-    let dotted = b.windows(3).any(|w| {
-        matches!(w[1], b'.' | b'-') && w[0].is_ascii_alphanumeric() && w[2].is_ascii_alphanumeric()
+    let alnum = |j: usize| b.get(j).is_some_and(u8::is_ascii_alphanumeric);
+    // One character between separators (`2-F-A`): nothing else or another hyphen around it.
+    let lone = |j: Option<usize>| j.is_none_or(|j| !alnum(j) || b[j] == b'-');
+    let dotted = (1..b.len().saturating_sub(1)).any(|i| match b[i] {
+        b'.' => b[i - 1].is_ascii_alphabetic() && b[i + 1].is_ascii_alphabetic(),
+        b'-' => alnum(i - 1) && alnum(i + 1) && lone(i.checked_sub(2)) && lone(Some(i + 2)),
+        _ => false,
     });
     if !dotted && !text.contains(['<', '*', '~', '`', '·']) {
         return None;
