@@ -404,8 +404,8 @@ fn held_out() {
 /// What this revision reaches on the held-out half, rounded to the worse side (docs/policy.md
 /// says which targets that meets): a change that does worse fails here.
 const HELD_OUT_REACHED: [(Category, f64); 3] = [
-    (Category::Secret, 0.970),
-    (Category::Benign, 0.025),
+    (Category::Secret, 0.975),
+    (Category::Benign, 0.023),
     (Category::Hard, 0.930),
 ];
 
