@@ -956,6 +956,9 @@ impl SecretLexicon {
         need_non_latin: bool,
     ) -> (Option<usize>, bool) {
         let mut suppressed_seen = false;
+        // Whether a benign phrase stands anywhere in the text: read once, on the first term
+        // that needs it (a long text repeating `code … sms` must not be re-read per term).
+        let mut benign_in_text: Option<bool> = None;
         let mut i = 0;
         while i < keys.len() {
             let Some((term, len)) = self.match_at(match_keys, i, index, need_non_latin) else {
@@ -986,8 +989,10 @@ impl SecretLexicon {
                 && (!needs
                     .iter()
                     .any(|n| !n.is_empty() && keys.windows(n.len()).any(|w| w == n.as_slice()))
-                    || (0..keys.len()).any(|j| {
-                        matches!(self.match_at(match_keys, j, index, false), Some((None, _)))
+                    || *benign_in_text.get_or_insert_with(|| {
+                        (0..keys.len()).any(|j| {
+                            matches!(self.match_at(match_keys, j, index, false), Some((None, _)))
+                        })
                     }))
             {
                 i += 1;
