@@ -131,11 +131,18 @@ pub(crate) fn check_form(
         if check_field(name, prop, kind, message, lexicon, &loc(), hits) {
             // An input labelled with what it holds ("Feedback", `reason`, `rating`) is not a
             // blank the message can fill with a secret it names in passing.
-            let title = prop.get("title").and_then(Value::as_str);
+            // A text input titled with a question ("¿Cuál era el nombre de tu primera
+            // mascota?") holds its answer, not what the question names; a number titled
+            // "How many cards?" holds the count it names.
+            let holds = Holds::of(prop, kind);
+            let title = prop
+                .get("title")
+                .and_then(Value::as_str)
+                .filter(|t| holds != Holds::Text || !t.trim_end().ends_with(['?', '？', '؟']));
             let own =
                 lexicon.names_content(name) || title.is_some_and(|t| lexicon.names_content(t));
             if !named_format(prop) {
-                room.add(Holds::of(prop, kind), own);
+                room.add(holds, own);
             }
         }
     }
@@ -400,8 +407,16 @@ fn check_field(
         _ => false,
     };
     // A weak term in the name (`pwd`, `pin`, `tkn`) is overruled by a title, the label the
-    // user reads, that names no secret ("Working directory", "Postal code").
-    let name_hit = name_scan.filter(|m| !(m.weak && title.is_some() && title_hit.is_none()));
+    // user reads, that names no secret ("Working directory", "Postal code"); so is any term
+    // by a title that restates the name in a sense that is no secret (`credentials` titled
+    // "Professional credentials").
+    let restated = |t: &str| {
+        let title_words: HashSet<String> = text::words(t).into_iter().map(|w| w.folded).collect();
+        let name_words = text::words(name);
+        !name_words.is_empty() && name_words.iter().all(|w| title_words.contains(&w.folded))
+    };
+    let name_hit = name_scan
+        .filter(|m| !(title_hit.is_none() && title.is_some_and(|t| m.weak || restated(t))));
     let mut found = report(loc.to_owned(), name_hit, step::LABEL, hits);
     found |= report(format!("{loc}.title"), title_hit, step::LABEL, hits);
     if let Some(d) = description {

@@ -1200,6 +1200,16 @@ impl SecretLexicon {
         if role == Role::Label && self.label_about(keys, (i, len, term), question) {
             return true;
         }
+        // In prose too, a question opened by an interrogative of circumstance asks about the
+        // secret: "Where did you hear that we'd need your Social Security number?"
+        if role != Role::Label
+            && question
+            && i > 0
+            && ctx.circumstances.contains(keys[0])
+            && self.terms[term].category != Category::CardExpiry
+        {
+            return true;
+        }
         // In a label, a term followed by what a field holds is that thing's name: "API key
         // owner", `token_audience`, "Password reset email", not the key.
         if role == Role::Label

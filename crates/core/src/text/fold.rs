@@ -30,6 +30,10 @@ pub(crate) enum CharClass {
 }
 
 pub(crate) fn is_compact_script(c: char) -> bool {
+    // Every compact script starts at or after Thai (U+0E00): below it, no table lookup.
+    if (c as u32) < 0x0E00 {
+        return false;
+    }
     matches!(
         c.script(),
         Script::Han
