@@ -8,9 +8,10 @@
 # the mock upstream (examples/bench_upstream.rs), then runs bench/harness.py, which starts
 # upstream, nginx and elicitgate on 127.0.0.1 ports of its own and stops them at the end.
 # Extra arguments go to harness.py (e.g. --rounds 5, --duration 20; see --help there).
-# The full run builds with --release; --smoke uses the dev profile (already built by
-# `cargo test`) unless BENCH_PROFILE=release. ELICITGATE_BIN names a gateway binary to measure
-# instead (the mock upstream is still built with the profile). Output: the report on stdout, and report.md +
+# The full run builds with --release; --smoke uses the test profile (already built by
+# `cargo test`, so nothing is rebuilt) unless BENCH_PROFILE names another (`release`, `dev`).
+# ELICITGATE_BIN names a gateway binary to measure instead (the mock upstream is still built
+# with the profile). Output: the report on stdout, and report.md +
 # results.json in $BENCH_OUT (default <target dir>/bench).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ root=$(pwd)
 
 smoke=0
 for a in "$@"; do [ "$a" = "--smoke" ] && smoke=1; done
-profile=${BENCH_PROFILE:-$([ $smoke = 1 ] && echo dev || echo release)}
+profile=${BENCH_PROFILE:-$([ $smoke = 1 ] && echo test || echo release)}
 
 echo "== bench: tools"
 need_apt=()
@@ -55,11 +56,12 @@ if [ "$profile" = release ]; then
   cargo build --release --locked --bin elicitgate --example bench_upstream
   bin_dir=$target_dir/release
 else
-  cargo build --locked --bin elicitgate --example bench_upstream
+  # `dev` and `test` both write to target/debug.
+  cargo build --profile "$profile" --locked --bin elicitgate --example bench_upstream
   bin_dir=$target_dir/debug
 fi
-# A gateway binary built elsewhere (CI's one release build) is measured instead of the one
-# built above; the mock upstream stays the profile's.
+# A gateway binary built elsewhere is measured instead of the one built above; the mock
+# upstream stays the profile's.
 gateway_bin=${ELICITGATE_BIN:-$bin_dir/elicitgate}
 
 # Each idle stream costs the proxy two descriptors; go as high as the hard limit allows.

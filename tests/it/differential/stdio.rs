@@ -27,8 +27,8 @@
 //! (d) client answers: what reaches the server as the answer to an allowed form through the
 //!     gateway is what the client sent (and the same as directly).
 //!
-//! CI-sized: ~140 cases, well under a minute; `ELICITGATE_DIFF_LARGE=1`: ~2,400 cases. Report in
-//! `<target>/tmp/differential-stdio/`. See docs/differential.md. Peers missing: skipped with a
+//! CI-sized: ~140 cases, about a minute and a half on 2 cores; `ELICITGATE_DIFF_LARGE=1`:
+//! ~2,400 cases. Report in `<target>/tmp/differential-stdio/`. See docs/differential.md. Peers missing: skipped with a
 //! notice, unless `ELICITGATE_REQUIRE_PEERS` is set.
 
 use super::*;
@@ -270,7 +270,10 @@ async fn official_stdio_clients_never_surface_what_the_gateway_blocks() {
                 } else {
                     sent.clone()
                 };
-                if g["answer"] != expected || d["answer"] != g["answer"] {
+                // Directly, a case cut short after its elicitation (a loaded machine) may end
+                // before the server reports the answer: compared only where it did not.
+                let direct_differs = d["call"] != "timeout" && d["answer"] != g["answer"];
+                if g["answer"] != expected || direct_differs {
                     flags.push(format!("ANSWER-DIFFERS:{}", client.name()));
                     answers_bad.push(format!(
                         "{name} ({}): sent {sent}, server got directly {} / through the gateway {}",
