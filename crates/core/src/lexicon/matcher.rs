@@ -237,12 +237,49 @@ static BUILTIN: LazyLock<(Arc<SecretLexicon>, std::time::Duration)> = LazyLock::
     (Arc::new(lex), started.elapsed())
 });
 
-/// How a sense names its term: folded, spaces and `*` ignored (`pin code` = `pincode`).
+/// How a phrase of the data is read: a compact-script pattern, or folded words (a trailing
+/// `*` kept on a stem's last word).
+enum Phrase {
+    Compact(String),
+    Words(Vec<String>),
+}
+
+impl Phrase {
+    fn read(phrase: &str) -> Phrase {
+        let norm = text::normalize(phrase);
+        if has_compact_char(&norm) {
+            return Phrase::Compact(text::compact(phrase));
+        }
+        // Split on spaces first so a trailing `*` survives word splitting.
+        let mut words = Vec::new();
+        for part in norm.split_whitespace() {
+            let stem = part.ends_with('*');
+            let mut ws: Vec<String> = text::words_normalized(part.trim_end_matches('*'))
+                .into_iter()
+                .map(|w| w.folded)
+                .collect();
+            if stem {
+                if let Some(last) = ws.last_mut() {
+                    last.push('*');
+                }
+            }
+            words.append(&mut ws);
+        }
+        Phrase::Words(words)
+    }
+
+    /// How a `sense` or `needs` line names its term: the words glued, `*` ignored (`pin
+    /// code` = `pincode`).
+    fn key(&self) -> String {
+        match self {
+            Phrase::Compact(pattern) => format!("c:{pattern}"),
+            Phrase::Words(words) => words.concat().replace('*', ""),
+        }
+    }
+}
+
 fn sense_key(phrase: &str) -> String {
-    text::fold(&text::normalize(phrase))
-        .chars()
-        .filter(|c| !c.is_whitespace() && *c != '*')
-        .collect()
+    Phrase::read(phrase).key()
 }
 
 fn skeleton_fold(word: &str) -> String {
@@ -419,30 +456,19 @@ impl Builder {
     }
 
     /// Adds one phrase (a term when `term` is set, else a benign phrase / suppressor).
-    fn add(&mut self, phrase: &str, term: Option<usize>) -> bool {
-        let norm = text::normalize(phrase);
-        if has_compact_char(&norm) {
-            let pattern = text::compact(phrase);
-            if pattern.is_empty() || !self.seen.insert(format!("c:{pattern}")) {
-                return false;
-            }
-            self.compact_patterns.push(pattern);
-            self.compact_kinds.push(term);
-            return true;
-        }
-        // Split on spaces first so a trailing `*` survives word splitting.
-        let mut words = Vec::new();
-        for part in norm.split_whitespace() {
-            let stem = part.ends_with('*');
-            let mut ws = folded_words(part.trim_end_matches('*'));
-            if stem {
-                if let Some(last) = ws.last_mut() {
-                    last.push('*');
+    fn add(&mut self, phrase: &Phrase, term: Option<usize>) -> bool {
+        let words = match phrase {
+            Phrase::Compact(pattern) => {
+                if pattern.is_empty() || !self.seen.insert(format!("c:{pattern}")) {
+                    return false;
                 }
+                self.compact_patterns.push(pattern.clone());
+                self.compact_kinds.push(term);
+                return true;
             }
-            words.append(&mut ws);
-        }
-        let added = self.add_words(&words, term);
+            Phrase::Words(words) => words,
+        };
+        let added = self.add_words(words, term);
         // The glued spelling of a multi-word term (`seedphrase`, `cardnumber`): written so
         // in identifiers, and what letters spaced apart join into.
         if words.len() > 1 && !words.iter().any(|w| w.ends_with('*')) {
@@ -510,10 +536,11 @@ impl SecretLexicon {
         };
         for (detector, cat, strength, phrase) in entries {
             let id = b.terms.len();
-            if !b.add(phrase, Some(id)) {
+            let read = Phrase::read(phrase);
+            if !b.add(&read, Some(id)) {
                 continue;
             }
-            by_text.entry(sense_key(phrase)).or_default().push(id);
+            by_text.entry(read.key()).or_default().push(id);
             b.terms.push(TermInfo {
                 phrase: phrase.to_owned(),
                 category: cat,
@@ -526,7 +553,7 @@ impl SecretLexicon {
             });
         }
         for phrase in &data.benign {
-            b.add(phrase, None);
+            b.add(&Phrase::read(phrase), None);
         }
         for s in &data.suppress {
             b.compact_patterns.push(text::compact(s));

@@ -288,7 +288,14 @@ pub(crate) fn words(text: &str) -> Vec<Word> {
     if text.is_ascii() && !text.contains('&') {
         return ascii_words(text);
     }
-    let text = nfkc(text);
+    words_normalized(&nfkc(text))
+}
+
+/// [`words`] of a text [`normalize`] has already read.
+pub(crate) fn words_normalized(text: &str) -> Vec<Word> {
+    if text.is_ascii() {
+        return ascii_words(text);
+    }
     let chars: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut current = String::new();
