@@ -6,6 +6,7 @@
 #   FUZZ_SMOKE_SECONDS=30 bash fuzz/smoke.sh
 #   FUZZ_BUILD_ONLY=1 bash fuzz/smoke.sh   # build the targets, run nothing
 #   FUZZ_SKIP_BUILD=1 bash fuzz/smoke.sh   # run targets built before
+#   FUZZ_PROFILE=release bash fuzz/smoke.sh  # the long runs' profile (default: smoke)
 #
 # Needs only stable Rust and cargo: the targets are built the way `cargo fuzz build` builds
 # them (libFuzzer's coverage instrumentation passed as rustc flags, for the target triple only
@@ -31,7 +32,9 @@ for t in "${targets[@]}"; do
     fi
 done
 triple="$(rustc -vV | sed -n 's/^host: //p')"
-bin="$here/target/$triple/release"
+# The `smoke` profile (fuzz/Cargo.toml): optimised at level 1, so the smoke builds quickly.
+profile="${FUZZ_PROFILE:-smoke}"
+bin="$here/target/$triple/$profile"
 
 if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then
     # What `cargo fuzz build --sanitizer none --debug-assertions` passes: no sanitizer (the
@@ -43,7 +46,7 @@ if [ "${FUZZ_SKIP_BUILD:-0}" != 1 ]; then
     flags+=" -Cllvm-args=-sanitizer-coverage-trace-compares"
     flags+=" -Cllvm-args=-sanitizer-coverage-stack-depth"
     flags+=" --cfg fuzzing -Cdebug-assertions -Coverflow-checks"
-    (cd "$here" && RUSTFLAGS="$flags" cargo build --release --locked --target "$triple" --bins)
+    (cd "$here" && RUSTFLAGS="$flags" cargo build --profile "$profile" --locked --target "$triple" --bins)
 fi
 [ "${FUZZ_BUILD_ONLY:-0}" = 1 ] && exit 0
 
