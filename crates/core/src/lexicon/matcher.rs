@@ -182,6 +182,7 @@ struct Context {
     /// Nouns that, opening a label, name what it holds.
     heads: HashSet<String>,
     copulas: HashSet<String>,
+    conjunctions: HashSet<String>,
     /// Folded clitic prefixes, longest first.
     clitics: Vec<String>,
 }
@@ -685,6 +686,7 @@ impl SecretLexicon {
                 circumstances_late: folded_set(&late_words),
                 heads: folded_set(&data.heads),
                 copulas: folded_set(&data.copulas),
+                conjunctions: folded_set(&data.conjunctions),
                 clitics,
             },
         })
@@ -1152,7 +1154,11 @@ impl SecretLexicon {
             return false;
         }
         let first = keys[0];
-        if i >= 2 && ctx.heads.contains(first) {
+        // "Name and password" names two things; "Name of the password" one of its properties.
+        if i >= 2
+            && ctx.heads.contains(first)
+            && !keys[1..i].iter().any(|w| ctx.conjunctions.contains(*w))
+        {
             return true;
         }
         if !question {
@@ -1251,6 +1257,10 @@ impl SecretLexicon {
         while j > 0 {
             j -= 1;
             let w = keys[j];
+            if ctx.conjunctions.contains(w) {
+                // "Nombre y contraseña": the name and the password, not the password's name.
+                return false;
+            }
             let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
             if (ctx.linkers.contains(w) || number) && skipped < 3 {
                 skipped += 1;

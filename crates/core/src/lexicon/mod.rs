@@ -148,6 +148,9 @@ pub struct Data {
     pub heads: Vec<&'static str>,
     /// Copulas and auxiliaries skipped after an interrogative (`is`, `s`, `ist`, `est`).
     pub copulas: Vec<&'static str>,
+    /// Coordinating conjunctions (`and`, `or`, `und`): a role word before one names the
+    /// other thing of a pair ("Name and password"), not a property of the secret.
+    pub conjunctions: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
     pub senses: Vec<Sense>,
@@ -316,6 +319,7 @@ impl Data {
                 "circumstances_late" => Some(&mut self.circumstances_late),
                 "heads" => Some(&mut self.heads),
                 "copulas" => Some(&mut self.copulas),
+                "conjunctions" => Some(&mut self.conjunctions),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
                 _ => None,

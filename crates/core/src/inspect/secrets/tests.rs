@@ -504,3 +504,66 @@ fn a_label_showing_a_full_date_format_holds_a_date() {
         assert!(!super::shows_full_date(t), "{t}");
     }
 }
+
+#[test]
+fn a_question_title_holds_its_answer() {
+    use serde_json::json;
+    // A text input titled with a question holds the answer, which the message asks for.
+    let msg = "Para recuperar el acceso, responde a tu pregunta de seguridad.";
+    let pet = json!({"respuesta": {"type": "string", "title": "¿Cuál era el nombre de tu primera mascota?"}});
+    assert!(!form(pet, msg).is_empty());
+    // A number titled with a question holds the count it names.
+    let count = json!({"n": {"type": "integer", "title": "How many extra cards do you need?", "minimum": 1}});
+    assert!(form(count, "Each extra card gets its own PIN, sent by post.").is_empty());
+}
+
+#[test]
+fn a_circumstance_question_in_prose_is_about_the_secret() {
+    use serde_json::json;
+    let props = json!({
+        "source": {"type": "string", "title": "Source", "enum": ["email", "phone"]},
+        "details": {"type": "string", "title": "Details"}
+    });
+    let about = "Where did you hear that we'd need your Social Security number? We never ask.";
+    assert!(form(props.clone(), about).is_empty());
+    let ask = "Please enter your Social Security number in the details field.";
+    assert!(!form(props, ask).is_empty());
+}
+
+#[test]
+fn a_title_restating_the_name_in_a_benign_sense_overrules_it() {
+    use serde_json::json;
+    let degrees = json!({"credentials": {"type": "string", "title": "Professional credentials"}});
+    assert!(form(degrees, "Complete your clinician profile.").is_empty());
+    let login = json!({"credentials": {"type": "string", "title": "Credentials"}});
+    assert!(!form(login, "Sign in to the legacy portal.").is_empty());
+}
+
+#[test]
+fn a_conjunction_joins_two_things_not_a_property() {
+    // A role word before a conjunction names the other thing of a pair.
+    for ask in [
+        "Name and password",
+        "Nombre y contraseña",
+        "Имя и пароль",
+        "Nom et mot de passe",
+    ] {
+        assert!(label(ask).is_some(), "{ask}");
+    }
+    for about in ["Name of the password", "Reason for revoking the token"] {
+        assert!(label(about).is_none(), "{about}");
+    }
+}
+
+#[test]
+fn where_a_secret_is_kept_is_no_secret() {
+    for about in [
+        "Ruta en Vault de la contraseña de la base de datos",
+        "Chemin du mot de passe dans le coffre-fort Vault",
+        "Vault-Pfad des Datenbankpassworts",
+        "Path to the DB password in Vault",
+    ] {
+        assert!(label(about).is_none(), "{about}");
+    }
+    assert!(label("Database password").is_some());
+}
