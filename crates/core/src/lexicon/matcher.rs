@@ -1164,7 +1164,7 @@ impl SecretLexicon {
         if !question {
             return false;
         }
-        if i > 0 && ctx.circumstances.contains(first) {
+        if self.circumstance_question(keys, i, term, question) {
             return true;
         }
         let outside = keys[..i].iter().chain(&keys[i + len..]);
@@ -1186,6 +1186,16 @@ impl SecretLexicon {
             let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
             !(ctx.linkers.contains(*w) || number)
         })
+    }
+
+    /// A question opened by an interrogative of circumstance, with the term after it ("When
+    /// did you last change your password?"): about the secret. A card's expiry is itself a
+    /// date and stays asked.
+    fn circumstance_question(&self, keys: &[&str], i: usize, term: usize, question: bool) -> bool {
+        question
+            && i > 0
+            && self.ctx.circumstances.contains(keys[0])
+            && self.terms[term].category != Category::CardExpiry
     }
 
     fn suppressed(
@@ -1235,12 +1245,7 @@ impl SecretLexicon {
         }
         // In prose too, a question opened by an interrogative of circumstance asks about the
         // secret: "Where did you hear that we'd need your Social Security number?"
-        if role != Role::Label
-            && question
-            && i > 0
-            && ctx.circumstances.contains(keys[0])
-            && self.terms[term].category != Category::CardExpiry
-        {
+        if role != Role::Label && self.circumstance_question(keys, i, term, question) {
             return true;
         }
         // In a label, a term followed by what a field holds is that thing's name: "API key
