@@ -569,3 +569,50 @@ fn corpus() {
         overall.fp_rate()
     );
 }
+
+/// Judges a directory of new cases before they join the tuning half, and lists every wrong
+/// decision with the findings behind it: `CORPUS_STAGED=/abs/dir cargo test -p
+/// elicitgate-core --test corpus staged -- --ignored --nocapture`. Ignored by default: it
+/// reads a directory named by the caller, not the repository.
+#[test]
+#[ignore]
+fn staged() {
+    let Some(dir) = std::env::var_os("CORPUS_STAGED") else {
+        panic!("set CORPUS_STAGED to a directory of .jsonl cases");
+    };
+    let cases = load(&dir.to_string_lossy());
+    let mut wrong = 0;
+    for case in &cases {
+        let verdict = run(case);
+        let got_deny = verdict.decision.as_str() == "deny";
+        if got_deny == (case.expect == "deny") {
+            continue;
+        }
+        wrong += 1;
+        println!(
+            "WRONG {}/{} ({:?}, expect {})",
+            case.file, case.id, case.category, case.expect
+        );
+        for f in &verdict.findings {
+            println!(
+                "    {} at {} by {} because {} term {:?}",
+                f.rule.as_str(),
+                f.location,
+                f.detector,
+                f.because.unwrap_or("-"),
+                f.term
+            );
+        }
+    }
+    println!("{} cases, {wrong} decided wrongly", cases.len());
+    for (c, t) in tally(&cases) {
+        let (what, target) = c.target();
+        println!(
+            "  {:<13} {what} {:.1} % of {} (target {} %)",
+            c.name(),
+            100.0 * t.figure(c),
+            t.cases,
+            100.0 * target
+        );
+    }
+}

@@ -107,14 +107,36 @@ pub(crate) fn check_form(
             let at = format!("{}.writeOnly", loc());
             hits.explain(RuleId::FormSecret, at, "secret.write_only", why);
         }
+        // An input labelled with what it holds ("Feedback", `reason`, "Ticket subject"): a
+        // text input titled with a question ("¿Cuál era el nombre de tu primera mascota?")
+        // holds its answer, not what the question names; a number titled "How many cards?"
+        // holds the count it names.
+        let holds = Holds::of(prop, kind);
+        let own = kind.is_free_input() && {
+            let title = prop
+                .get("title")
+                .and_then(Value::as_str)
+                .filter(|t| holds != Holds::Text || !t.trim_end().ends_with(['?', '？', '؟']));
+            lexicon.names_content(name) || title.is_some_and(|t| lexicon.names_content(t))
+        };
         // A free input's `default` is text the user edits in place ("My online banking
-        // password is: "): prose, as if the field's description. Elsewhere a hidden text.
+        // password is: "): prose, as if the field's description, unless the field names what
+        // it holds ("Subject" pre-filled with "Forgot my password"). Elsewhere a hidden text.
         let free = kind.is_free_input();
         hidden_texts(prop, kind, &mut |at, t| {
             // A default without a space is a value or an identifier (`OPENAI_API_KEY`), not
             // a sentence to complete.
-            let role = if free && at == "default" && t.trim().contains(char::is_whitespace) {
-                Role::Prose
+            let sentence = t.trim().contains(char::is_whitespace);
+            let role = if free && at == "default" && sentence {
+                // Under a label that names what it holds, a default is that content
+                // pre-filled ("Forgot my password", a ticket subject) unless it is a blank to
+                // complete ("My online banking password is: ").
+                let blank = t.trim_end().ends_with([':', '：', '=']) || t.contains("__");
+                if own && !blank {
+                    Role::Cued
+                } else {
+                    Role::Prose
+                }
             } else {
                 Role::Hidden
             };
@@ -128,19 +150,15 @@ pub(crate) fn check_form(
         // The form's own texts are instructions for its inputs; when every input is a
         // property of a secret (`key_title`, `min_password_length`), they name the secret as
         // the topic ("Add an SSH key to your profile"), not as something to type.
-        if check_field(name, prop, kind, message, lexicon, &loc(), hits) {
-            // An input labelled with what it holds ("Feedback", `reason`, `rating`) is not a
-            // blank the message can fill with a secret it names in passing.
-            // A text input titled with a question ("¿Cuál era el nombre de tu primera
-            // mascota?") holds its answer, not what the question names; a number titled
-            // "How many cards?" holds the count it names.
-            let holds = Holds::of(prop, kind);
-            let title = prop
-                .get("title")
-                .and_then(Value::as_str)
-                .filter(|t| holds != Holds::Text || !t.trim_end().ends_with(['?', '？', '؟']));
-            let own =
-                lexicon.names_content(name) || title.is_some_and(|t| lexicon.names_content(t));
+        let field = Field {
+            name,
+            prop,
+            kind,
+            own,
+        };
+        if check_field(&field, message, lexicon, &loc(), hits) {
+            // An input labelled with what it holds is not a blank the message can fill with
+            // a secret it names in passing.
             if !named_format(prop) {
                 room.add(holds, own);
             }
@@ -361,21 +379,40 @@ fn numeric_concept(c: Category) -> bool {
     )
 }
 
+/// A free input as [`check_field`] reads it.
+struct Field<'a> {
+    name: &'a str,
+    prop: &'a Value,
+    kind: schema::PropKind,
+    /// Its name or title names what it holds ([`SecretLexicon::names_content`]).
+    own: bool,
+}
+
 /// One free-input field, decided from its name, title and description together. Returns
 /// whether it is an input of its own (not a property of a secret).
 fn check_field(
-    name: &str,
-    prop: &Value,
-    kind: schema::PropKind,
+    field: &Field<'_>,
     message: Option<&str>,
     lexicon: &SecretLexicon,
     loc: &str,
     hits: &mut Hits,
 ) -> bool {
+    let Field {
+        name,
+        prop,
+        kind,
+        own,
+    } = *field;
     let title = prop.get("title").and_then(Value::as_str);
     let description = prop.get("description").and_then(Value::as_str);
+    // A field shaped as an address reads its description as an instruction: a term there
+    // counts only beside a request verb. One labelled with what it holds and described by
+    // an example ("Subject", "e.g. Forgot my password") reads the example as that content's
+    // topic: a term counts beside a request cue only.
     let prose = if named_format(prop) {
         Role::Hidden
+    } else if own && description.is_some_and(|d| lexicon.gives_example(d)) {
+        Role::Cued
     } else {
         Role::Prose
     };
@@ -396,12 +433,13 @@ fn check_field(
         .into_iter()
         .flatten()
         .collect();
-    let report = |at: String,
+    // `part` is appended to the field's location, built only for a finding.
+    let report = |part: &str,
                   m: Option<crate::lexicon::Match<'_>>,
                   because: &'static str,
                   hits: &mut Hits| match m {
         Some(m) if !lexicon.benign_sense(m.term, &texts) && holds.fits(m.category) => {
-            record(hits, lexicon, at, &m, because);
+            record(hits, lexicon, format!("{loc}{part}"), &m, because);
             true
         }
         _ => false,
@@ -417,11 +455,10 @@ fn check_field(
     };
     let name_hit = name_scan
         .filter(|m| !(title_hit.is_none() && title.is_some_and(|t| m.weak || restated(t))));
-    let mut found = report(loc.to_owned(), name_hit, step::LABEL, hits);
-    found |= report(format!("{loc}.title"), title_hit, step::LABEL, hits);
+    let mut found = report("", name_hit, step::LABEL, hits);
+    found |= report(".title", title_hit, step::LABEL, hits);
     if let Some(d) = description {
-        let at = format!("{loc}.description");
-        found |= report(at, lexicon.scan(d, prose), step::DESCRIPTION, hits);
+        found |= report(".description", lexicon.scan(d, prose), step::DESCRIPTION, hits);
     }
     if !found {
         // A name split across the field's texts: `api` titled "Key", `card` described as
@@ -445,7 +482,7 @@ fn check_field(
                 .scan(&joined, Role::Label)
                 .or_else(|| glued.and_then(|g| lexicon.scan(&g, Role::Label)))
                 .filter(|m| !m.weak);
-            report(format!("{loc}.title"), joined_hit, step::SPLIT, hits);
+            report(".title", joined_hit, step::SPLIT, hits);
         }
     }
     true

@@ -44,6 +44,10 @@ pub enum Role {
     /// elsewhere (enum option titles, `enumNames`, defaults, boolean texts): every term
     /// needs a request verb, as in [`Role::Asked`] ("Remember your password" asks nothing).
     Hidden,
+    /// Prose of a field labelled with what it holds ("Subject" described "e.g. Forgot my
+    /// password"): it names the topic of that content as often as it asks, so every term
+    /// needs a request cue, a possessive included ("Your Aadhaar number").
+    Cued,
     /// The message (or title) of a form with several inputs: it names the form's topic as
     /// often as it asks, so every term needs a request *verb* ("enter", "paste", "введите";
     /// not a possessive such as "your") within six words before it or three after.
@@ -183,6 +187,8 @@ struct Context {
     heads: HashSet<String>,
     copulas: HashSet<String>,
     conjunctions: HashSet<String>,
+    /// Folded example markers (`e.g.`, `例如`).
+    examples: Vec<String>,
     /// Folded clitic prefixes, longest first.
     clitics: Vec<String>,
 }
@@ -687,6 +693,7 @@ impl SecretLexicon {
                 heads: folded_set(&data.heads),
                 copulas: folded_set(&data.copulas),
                 conjunctions: folded_set(&data.conjunctions),
+                examples: folded_set(&data.examples).into_iter().collect(),
                 clitics,
             },
         })
@@ -908,6 +915,23 @@ impl SecretLexicon {
         content && !has(&self.ctx.blank) && !has_compact(&self.compact_blank)
     }
 
+    /// Does `text` give an example of what its field holds ("e.g. Forgot my password",
+    /// "例如：忘记登录密码", "z. B. Passwort vergessen")? A marker counts as a word of its own:
+    /// `pl.` in "pl. jelszó" but not inside "appl.".
+    pub fn gives_example(&self, text: &str) -> bool {
+        let folded = text::fold(&text::normalize(text));
+        let letter = |c: char| c.is_alphanumeric() && !text::is_compact_script(c);
+        self.ctx.examples.iter().any(|m| {
+            let (first, last) = (m.chars().next(), m.chars().next_back());
+            folded.match_indices(m.as_str()).any(|(at, _)| {
+                let before = folded[..at].chars().next_back();
+                let after = folded[at + m.len()..].chars().next();
+                !(first.is_some_and(letter) && before.is_some_and(letter))
+                    && !(last.is_some_and(letter) && after.is_some_and(letter))
+            })
+        })
+    }
+
     /// Does `text` name a property of a secret rather than the secret? See
     /// [`SecretLexicon::scan_detail`].
     pub fn names_attribute(&self, text: &str) -> bool {
@@ -932,6 +956,9 @@ impl SecretLexicon {
             self.scan_words(&words, &keys, role, &self.by_first, false)
                 .0
         };
+        if !may_be_rewritten(text) {
+            return self.scan_case_and_spacing(text, words, role, plain_scan);
+        }
         if let Some(shown) = as_displayed(text) {
             if let Some(t) = plain_scan(&shown) {
                 return Some(t);
@@ -950,6 +977,17 @@ impl SecretLexicon {
                 }
             }
         }
+        self.scan_case_and_spacing(text, words, role, plain_scan)
+    }
+
+    /// The passes that apply to any text: case games and letters spaced apart.
+    fn scan_case_and_spacing(
+        &self,
+        text: &str,
+        words: &[Word],
+        role: Role,
+        plain_scan: impl Fn(&str) -> Option<usize>,
+    ) -> Option<usize> {
         // Case games (`PaSsWoRd`, `PASSword`, `cVv`) read as one word rather than split as
         // camelCase.
         if odd_case(text) {
@@ -1034,6 +1072,7 @@ impl SecretLexicon {
                     self.terms[term].strength == Strength::Strong
                         || self.cued(&keys[lo..hi], i - lo, len)
                 }
+                Role::Cued => self.cued_near(&keys[lo..hi], i - lo, len),
                 Role::Hidden | Role::Asked => {
                     self.verb_cued(&keys[lo..hi], i - lo, len, role == Role::Hidden)
                 }
@@ -1293,6 +1332,22 @@ impl SecretLexicon {
             .any(|w| self.ctx.cues.contains(*w))
     }
 
+    /// A request cue, a possessive included but not a weak cue ("Forgot my password, need a
+    /// reset link"), within six words before the term (numbers not
+    /// counted: "Your 12-digit Aadhaar number", "Your Kaiser Permanente sign-in password") or
+    /// three after it.
+    fn cued_near(&self, keys: &[&str], i: usize, len: usize) -> bool {
+        let cue = |w: &&str| self.ctx.cues.contains(*w) && !self.ctx.weak_cues.contains(*w);
+        let after = (i + len + 3).min(keys.len());
+        keys[i + len..after].iter().any(cue)
+            || keys[i.saturating_sub(12)..i]
+                .iter()
+                .rev()
+                .filter(|w| !w.bytes().all(|b| b.is_ascii_digit()))
+                .take(6)
+                .any(cue)
+    }
+
     /// A request verb (a cue that is not a linker, so not "your") within six words before
     /// the term or three after it. In the texts of choices and checkboxes (`typed`), only a
     /// verb of typing: "Choose how to receive your code", "Require an admin PIN to exit"
@@ -1378,6 +1433,13 @@ impl SecretLexicon {
                 Role::Label => false,
                 Role::Prose => self.terms[term].strength == Strength::Weak,
                 Role::Hidden | Role::Asked => true,
+                Role::Cued => {
+                    // A possessive is a cue here, as it is for weak terms in prose.
+                    if !self.compact_cued(&c, m.start(), m.end()) {
+                        continue;
+                    }
+                    false
+                }
             };
             if needs_cue && !self.compact_cued(&c, m.start(), m.end()) {
                 continue;
@@ -1560,6 +1622,25 @@ fn odd_case(text: &str) -> bool {
         prev = Some(upper);
     }
     false
+}
+
+/// Can the display, markup or leetspeak passes change `text`? Plain ASCII without a
+/// character reference, markup, leetspeak character or a `.`/`-` inside a word cannot:
+/// one pass over the bytes spares most labels and sentences the three rewrites. Kept in
+/// step with [`as_displayed`] (non-ASCII overrides), [`unmarked`] and [`leet`].
+fn may_be_rewritten(text: &str) -> bool {
+    let b = text.as_bytes();
+    !text.is_ascii()
+        || b.iter().enumerate().any(|(i, &c)| match c {
+            b'&' | b'<' | b'*' | b'~' | b'`' | b'\\' | b'|' | b'!' | b'@' | b'$' => true,
+            b'0'..=b'9' => true,
+            b'.' | b'-' => {
+                i > 0
+                    && b[i - 1].is_ascii_alphanumeric()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_alphanumeric)
+            }
+            _ => false,
+        })
 }
 
 /// `text` without markup inside words: HTML tags (`<b>`, `<span></span>`), emphasis marks

@@ -151,6 +151,9 @@ pub struct Data {
     /// Coordinating conjunctions (`and`, `or`, `und`): a role word before one names the
     /// other thing of a pair ("Name and password"), not a property of the secret.
     pub conjunctions: Vec<&'static str>,
+    /// Markers of an example (`e.g.`, `z. B.`, `例如`): a field labelled with what it holds
+    /// and described by an example reads the secret it names as that content's topic.
+    pub examples: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
     pub senses: Vec<Sense>,
@@ -320,6 +323,7 @@ impl Data {
                 "heads" => Some(&mut self.heads),
                 "copulas" => Some(&mut self.copulas),
                 "conjunctions" => Some(&mut self.conjunctions),
+                "examples" => Some(&mut self.examples),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
                 _ => None,
