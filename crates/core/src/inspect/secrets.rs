@@ -111,7 +111,7 @@ pub(crate) fn check_form(
         // text input titled with a question ("¿Cuál era el nombre de tu primera mascota?")
         // holds its answer, not what the question names; a number titled "How many cards?"
         // holds the count it names.
-        let holds = Holds::of(prop, kind);
+        let holds = Holds::of(name, prop, kind, lexicon);
         let own = kind.is_free_input() && {
             let title = prop
                 .get("title")
@@ -226,6 +226,9 @@ enum Holds {
     ThreeDigits,
     /// A number below 100: two digits hold no secret (a count, a percentage, a rating).
     TwoDigits,
+    /// A number labelled with a unit or a count ("Days until a password must be changed",
+    /// "Number of users without MFA"): a quantity, or the month or year of a card's expiry.
+    Quantity,
     /// `format: date|date-time|time`: a date, so at most a card's expiry.
     Date,
     /// `format: email|hostname|ipv4|ipv6|uuid`: an address or identifier, no secret (a URI
@@ -234,10 +237,18 @@ enum Holds {
 }
 
 impl Holds {
-    fn of(prop: &Value, kind: schema::PropKind) -> Holds {
+    fn of(name: &str, prop: &Value, kind: schema::PropKind, lexicon: &SecretLexicon) -> Holds {
         if matches!(kind, schema::PropKind::Number { .. }) {
+            let counted = || {
+                lexicon.names_quantity(name)
+                    || prop
+                        .get("title")
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| lexicon.names_quantity(t))
+            };
             return match prop.get("maximum").and_then(Value::as_f64) {
                 Some(max) if max < 100.0 => Holds::TwoDigits,
+                _ if counted() => Holds::Quantity,
                 Some(max) if max < 1000.0 => Holds::ThreeDigits,
                 _ => Holds::Number,
             };
@@ -263,6 +274,7 @@ impl Holds {
             Holds::Number => numeric_concept(c),
             Holds::ThreeDigits => c == Category::Cvv,
             Holds::TwoDigits => false,
+            Holds::Quantity => c == Category::CardExpiry,
             Holds::Date => c == Category::CardExpiry,
             Holds::Address => false,
         }
@@ -426,7 +438,7 @@ fn check_field(
         // property of a secret, whatever its other texts say about the secret.
         return false;
     }
-    let holds = Holds::of(prop, kind);
+    let holds = Holds::of(name, prop, kind, lexicon);
     // The field's texts and the form's message: where a benign sense may be named ("Drop a
     // pin on the map" above a field titled "Label for the pin").
     let texts: Vec<&str> = [Some(name), title, description, message]

@@ -189,6 +189,9 @@ struct Context {
     conjunctions: HashSet<String>,
     /// Folded example markers (`e.g.`, `例如`).
     examples: Vec<String>,
+    /// Folded units and counts: words, and compact-script ones matched inside a label.
+    units: HashSet<String>,
+    compact_units: Vec<String>,
     /// Folded clitic prefixes, longest first.
     clitics: Vec<String>,
 }
@@ -694,6 +697,11 @@ impl SecretLexicon {
                 copulas: folded_set(&data.copulas),
                 conjunctions: folded_set(&data.conjunctions),
                 examples: folded_set(&data.examples).into_iter().collect(),
+                units: folded_set(&data.units),
+                compact_units: folded_set(&data.units)
+                    .into_iter()
+                    .filter(|u| has_compact_char(u))
+                    .collect(),
                 clitics,
             },
         })
@@ -913,6 +921,17 @@ impl SecretLexicon {
         };
         let content = has(&self.ctx.content) || has_compact(&self.compact_content);
         content && !has(&self.ctx.blank) && !has_compact(&self.compact_blank)
+    }
+
+    /// Does the label `text` name a unit or a count (`days`, `max_attempts`, "Wymuszaj
+    /// zmianę hasła co (dni)", `次数`)? A number so labelled holds a quantity.
+    pub fn names_quantity(&self, text: &str) -> bool {
+        let units = &self.ctx.units;
+        text::words(text).iter().any(|w| units.contains(&w.folded))
+            || (has_compact_char(text) && {
+                let c = text::compact(text);
+                self.ctx.compact_units.iter().any(|u| c.contains(u.as_str()))
+            })
     }
 
     /// Does `text` give an example of what its field holds ("e.g. Forgot my password",

@@ -154,6 +154,9 @@ pub struct Data {
     /// Markers of an example (`e.g.`, `z. B.`, `例如`): a field labelled with what it holds
     /// and described by an example reads the secret it names as that content's topic.
     pub examples: Vec<&'static str>,
+    /// Units and counts (`days`, `attempts`, `Anzahl`, `次数`): a number labelled with one
+    /// holds a quantity, not a secret's digits ("Days until a password must be changed").
+    pub units: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
     pub senses: Vec<Sense>,
@@ -324,6 +327,7 @@ impl Data {
                 "copulas" => Some(&mut self.copulas),
                 "conjunctions" => Some(&mut self.conjunctions),
                 "examples" => Some(&mut self.examples),
+                "units" => Some(&mut self.units),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
                 _ => None,
