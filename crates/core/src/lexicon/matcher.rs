@@ -192,6 +192,7 @@ struct Context {
     /// Folded units and counts: words, and compact-script ones matched inside a label.
     units: HashSet<String>,
     compact_units: Vec<String>,
+    relatives: HashSet<String>,
     /// Folded clitic prefixes, longest first.
     clitics: Vec<String>,
 }
@@ -698,6 +699,7 @@ impl SecretLexicon {
                 conjunctions: folded_set(&data.conjunctions),
                 examples: folded_set(&data.examples).into_iter().collect(),
                 units: folded_set(&data.units),
+                relatives: folded_set(&data.relatives),
                 compact_units: folded_set(&data.units)
                     .into_iter()
                     .filter(|u| has_compact_char(u))
@@ -1219,6 +1221,9 @@ impl SecretLexicon {
         {
             return true;
         }
+        if self.relative_clause(keys, i) {
+            return true;
+        }
         if !question {
             return false;
         }
@@ -1236,9 +1241,15 @@ impl SecretLexicon {
             return false;
         }
         // "What's your online banking password?" asks for it, whatever modifies it; "What
-        // is this token for?" asks its purpose.
+        // is this token for?" asks its purpose, and "Who will hold the admin credentials?"
+        // names another verb's object: past the copulas an article, a possessive or the term
+        // itself must come first.
         if keys.get(1).is_some_and(|w| ctx.copulas.contains(*w)) {
-            return i + len + 1 == keys.len() && ctx.linkers.contains(keys[i + len]);
+            let next = (1..i).find(|&j| !ctx.copulas.contains(keys[j]));
+            let number = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+            let verb_between = next.is_some_and(|j| !(ctx.linkers.contains(keys[j]) || number(keys[j])));
+            return verb_between
+                || (i + len + 1 == keys.len() && ctx.linkers.contains(keys[i + len]));
         }
         keys[1..i].iter().any(|w| {
             let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
@@ -1249,10 +1260,34 @@ impl SecretLexicon {
     /// A question opened by an interrogative of circumstance, with the term after it ("When
     /// did you last change your password?"): about the secret. A card's expiry is itself a
     /// date and stays asked.
+    /// A label that opens with what its field holds, then a relative clause holding the term
+    /// ("CI pipeline that will use this token", "Host where the private key is installed"):
+    /// the field holds the opening noun. Only when that noun names content or is a head noun
+    /// (not "The number that appears on your card"), with no conjunction or request cue in
+    /// the label.
+    fn relative_clause(&self, keys: &[&str], i: usize) -> bool {
+        let ctx = &self.ctx;
+        let Some(r) = (1..i).find(|&j| ctx.relatives.contains(keys[j])) else {
+            return false;
+        };
+        let head = &keys[..r];
+        head.iter()
+            .any(|w| ctx.content.contains(*w) || ctx.heads.contains(*w))
+            && !head.iter().any(|w| ctx.blank.contains(*w))
+            && !keys.iter().any(|w| {
+                ctx.conjunctions.contains(*w)
+                    || (ctx.cues.contains(*w) && !ctx.linkers.contains(*w))
+            })
+    }
+
+    /// The interrogative may follow a preposition or an article ("À quand remonte … votre
+    /// mot de passe ?").
     fn circumstance_question(&self, keys: &[&str], i: usize, term: usize, question: bool) -> bool {
         question
-            && i > 0
-            && self.ctx.circumstances.contains(keys[0])
+            && keys[..i]
+                .iter()
+                .find(|w| !self.ctx.linkers.contains(**w))
+                .is_some_and(|w| self.ctx.circumstances.contains(*w))
             && self.terms[term].category != Category::CardExpiry
     }
 

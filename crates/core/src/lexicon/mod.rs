@@ -157,6 +157,10 @@ pub struct Data {
     /// Units and counts (`days`, `attempts`, `Anzahl`, `次数`): a number labelled with one
     /// holds a quantity, not a secret's digits ("Days until a password must be changed").
     pub units: Vec<&'static str>,
+    /// Relative pronouns (`that`, `where`, `который`): a label opening with what the field
+    /// holds, then a relative clause naming a secret, holds the first ("CI pipeline that
+    /// will use this token").
+    pub relatives: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
     pub senses: Vec<Sense>,
@@ -328,6 +332,7 @@ impl Data {
                 "conjunctions" => Some(&mut self.conjunctions),
                 "examples" => Some(&mut self.examples),
                 "units" => Some(&mut self.units),
+                "relatives" => Some(&mut self.relatives),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
                 _ => None,

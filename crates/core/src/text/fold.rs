@@ -318,8 +318,12 @@ pub(crate) fn words_normalized(text: &str) -> Vec<Word> {
         match class(c) {
             CharClass::Separator | CharClass::Compact => {
                 flush(&mut current, &mut non_latin, &mut stop, &mut out);
-                if matches!(c, '?' | '？' | '؟') {
-                    if let Some(last) = out.last_mut() {
+                // Greek writes its question mark as `;` (U+037E folds to it).
+                let greek = |w: &Word| w.folded.chars().any(|g| matches!(g, '\u{370}'..='\u{3FF}'));
+                if let Some(last) = out.last_mut() {
+                    if matches!(c, '?' | '？' | '؟')
+                        || (matches!(c, ';' | '\u{37E}') && greek(last))
+                    {
                         last.asks = true;
                     }
                 }
