@@ -131,8 +131,11 @@ pub(crate) fn check_form(
                 // Under a label that names what it holds, a default is that content
                 // pre-filled ("Forgot my password", a ticket subject) unless it is a blank to
                 // complete ("My online banking password is: ").
+                // A blank to complete names what the user types next: every term counts.
                 let blank = t.trim_end().ends_with([':', '：', '=']) || t.contains("__");
-                if own && !blank {
+                if blank {
+                    Role::Label
+                } else if own {
                     Role::Cued
                 } else {
                     Role::Prose

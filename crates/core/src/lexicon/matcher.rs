@@ -1379,11 +1379,27 @@ impl SecretLexicon {
     /// A request cue within three words before the term, or after it (verb-final
     /// languages: `şifrenizi girin`, `पासवर्ड दर्ज करें`).
     fn cued(&self, keys: &[&str], i: usize, len: usize) -> bool {
+        let ctx = &self.ctx;
         let after = (i + len + 3).min(keys.len());
-        keys[i.saturating_sub(3)..i]
-            .iter()
-            .chain(&keys[i + len..after])
-            .any(|w| self.ctx.cues.contains(*w))
+        if keys[i + len..after].iter().any(|w| ctx.cues.contains(*w)) {
+            return true;
+        }
+        // Three words back, not counting articles, possessives and numbers: "Type your
+        // 4-digit banking PIN", "Bitte geben Sie das soeben erzeugte Token ein".
+        let mut counted = 0;
+        for w in keys[..i].iter().rev() {
+            if ctx.cues.contains(*w) {
+                return true;
+            }
+            let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+            if !(ctx.linkers.contains(*w) || number) {
+                counted += 1;
+                if counted >= 3 {
+                    return false;
+                }
+            }
+        }
+        false
     }
 
     /// A request cue, a possessive included but not a weak cue ("Forgot my password, need a
