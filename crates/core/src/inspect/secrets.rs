@@ -109,15 +109,21 @@ pub(crate) fn check_form(
         }
         // An input labelled with what it holds ("Feedback", `reason`, "Ticket subject"): a
         // text input titled with a question ("¿Cuál era el nombre de tu primera mascota?")
-        // holds its answer, not what the question names; a number titled "How many cards?"
-        // holds the count it names.
+        // holds its answer, not what the question names, and a question of circumstance
+        // ("Where will you keep them?", "Why are you rotating early?") says what that answer
+        // is; a number titled "How many cards?" holds the count it names.
         let holds = Holds::of(name, prop, kind, lexicon);
         let own = kind.is_free_input() && {
-            let title = prop
-                .get("title")
-                .and_then(Value::as_str)
-                .filter(|t| holds != Holds::Text || !t.trim_end().ends_with(['?', '？', '؟']));
-            lexicon.names_content(name) || title.is_some_and(|t| lexicon.names_content(t))
+            let title = prop.get("title").and_then(Value::as_str);
+            let question = |t: &str| t.trim_end().ends_with(['?', '？', '؟']);
+            lexicon.names_content(name)
+                || title.is_some_and(|t| {
+                    if holds == Holds::Text && question(t) {
+                        lexicon.asks_circumstance(t)
+                    } else {
+                        lexicon.names_content(t)
+                    }
+                })
         };
         // A free input's `default` is text the user edits in place ("My online banking
         // password is: "): prose, as if the field's description, unless the field names what

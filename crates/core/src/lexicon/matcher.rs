@@ -925,6 +925,17 @@ impl SecretLexicon {
         content && !has(&self.ctx.blank) && !has_compact(&self.compact_blank)
     }
 
+    /// Is `text` a question opened by an interrogative of circumstance ("Where will you keep
+    /// them?", "¿Por qué lo cambias?"), past articles and prepositions?
+    pub fn asks_circumstance(&self, text: &str) -> bool {
+        let words = text::words(text);
+        words.last().is_some_and(|w| w.asks)
+            && words
+                .iter()
+                .find(|w| !self.ctx.linkers.contains(&w.folded))
+                .is_some_and(|w| self.ctx.circumstances.contains(&w.folded))
+    }
+
     /// Does the label `text` name a unit or a count (`days`, `max_attempts`, "Wymuszaj
     /// zmianę hasła co (dni)", `次数`)? A number so labelled holds a quantity.
     pub fn names_quantity(&self, text: &str) -> bool {
