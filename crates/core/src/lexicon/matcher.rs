@@ -193,6 +193,7 @@ struct Context {
     units: HashSet<String>,
     compact_units: Vec<String>,
     relatives: HashSet<String>,
+    postpositions: HashSet<String>,
     /// Folded clitic prefixes, longest first.
     clitics: Vec<String>,
 }
@@ -700,6 +701,7 @@ impl SecretLexicon {
                 examples: folded_set(&data.examples).into_iter().collect(),
                 units: folded_set(&data.units),
                 relatives: folded_set(&data.relatives),
+                postpositions: folded_set(&data.postpositions),
                 compact_units: folded_set(&data.units)
                     .into_iter()
                     .filter(|u| has_compact_char(u))
@@ -1337,11 +1339,13 @@ impl SecretLexicon {
         let counted = keys
             .get(i + len + 1)
             .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()));
-        if !counted
-            && keys
-                .get(i + len)
-                .is_some_and(|w| ctx.meta_after.contains(*w))
-        {
+        // Past a postposition the property follows its possessor: "टोकन का स्वामी" (the
+        // token's owner), "ٹوکن کا مالک".
+        let after = match keys.get(i + len) {
+            Some(w) if ctx.postpositions.contains(*w) => keys.get(i + len + 1),
+            w => w,
+        };
+        if !counted && after.is_some_and(|w| ctx.meta_after.contains(*w)) {
             return true;
         }
         if role == Role::Label && self.label_about(keys, (i, len, term), question) {

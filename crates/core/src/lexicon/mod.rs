@@ -161,6 +161,9 @@ pub struct Data {
     /// holds, then a relative clause naming a secret, holds the first ("CI pipeline that
     /// will use this token").
     pub relatives: Vec<&'static str>,
+    /// Possessive postpositions (`का`, `کا`, `এর`): a property word after one, following a
+    /// term, names the term's property ("टोकन का स्वामी", the token's owner).
+    pub postpositions: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
     pub senses: Vec<Sense>,
@@ -333,6 +336,7 @@ impl Data {
                 "examples" => Some(&mut self.examples),
                 "units" => Some(&mut self.units),
                 "relatives" => Some(&mut self.relatives),
+                "postpositions" => Some(&mut self.postpositions),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
                 _ => None,
