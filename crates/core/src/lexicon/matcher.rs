@@ -1391,11 +1391,13 @@ impl SecretLexicon {
         false
     }
 
-    /// A request cue within three words before the term, or after it (verb-final
+    /// A request cue within three words before the term, or five after it (verb-final
     /// languages: `şifrenizi girin`, `पासवर्ड दर्ज करें`).
     fn cued(&self, keys: &[&str], i: usize, len: usize) -> bool {
         let ctx = &self.ctx;
-        let after = (i + len + 3).min(keys.len());
+        // After it: verb-final clauses put the request last, past a relative clause ("টোকেন
+        // তৈরি করেছেন সেটি পেস্ট করুন", paste the token you created).
+        let after = (i + len + 5).min(keys.len());
         if keys[i + len..after].iter().any(|w| ctx.cues.contains(*w)) {
             return true;
         }
