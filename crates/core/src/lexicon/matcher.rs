@@ -14,9 +14,11 @@
 //!   a meta word (`password policy`, `token count`) or preceded by one, possibly across
 //!   linkers (`max_tokens`, `length of the password`) is ignored; `benign` phrases
 //!   (`secret santa`, `pin on the map`) shadow every term inside them.
-//! - **Strong vs weak terms**: weak terms match in labels; in prose only within three words
-//!   of a request cue (before, or after for verb-final languages). In [`Role::Hidden`]
-//!   texts (enum option titles, defaults, booleans) every term needs a cue.
+//! - **Strong vs weak terms**: weak terms match in labels; in prose only near a request cue
+//!   (three words before, not counting articles and numbers, or five after for verb-final
+//!   languages). In [`Role::Hidden`] texts (enum option titles, defaults, booleans) every
+//!   term needs a cue, and in [`Role::Cued`] (the example or pre-filled text of a field
+//!   that names its content) every term needs one too.
 //! - **Obfuscation** is undone before a second look, only when the first found nothing:
 //!   homoglyph skeletons (`раssword` in Cyrillic, `secret.confusable:*`), leetspeak
 //!   (`p@ssw0rd`) and letters spaced apart (`p a s s w o r d`) (`secret.obfuscated:*`).
