@@ -1475,6 +1475,19 @@ impl SecretLexicon {
     /// "never share my login credentials", "do not include your seed phrase", "we will
     /// never ask for your PIN"; not "don't worry, just enter your password".
     fn negated(&self, keys: &[&str], i: usize) -> bool {
+        // Verb-final clauses negate after the verb, closing the sentence: "আপনার পাসওয়ার্ড
+        // লিখবেন না" (do not write your password), "पासवर्ड दर्ज न करें". Only in scripts of
+        // the verb-final languages: a Latin word closing an English sentence after the term
+        // ("printed next to the signature strip") is no negation of it.
+        let end = keys.len();
+        if end > i + 1
+            && end <= i + 4
+            && keys[i + 1..]
+                .iter()
+                .any(|w| !w.is_ascii() && self.ctx.negations.contains(*w))
+        {
+            return true;
+        }
         let mut others = 0;
         for w in keys[i.saturating_sub(8)..i].iter().rev() {
             if self.ctx.negations.contains(*w) {
