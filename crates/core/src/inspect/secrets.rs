@@ -485,7 +485,9 @@ fn check_field(
         // A name split across the field's texts: `api` titled "Key", `card` described as
         // "number". Descriptions of up to three words only: a sentence is prose, not a name.
         let few_words = |t: &str| t.len() <= 48 && t.split_whitespace().count() <= 3;
-        let short = description.filter(|d| few_words(d));
+        // An example ("e.g. DB_PASSWORD", "যেমন: Google Authenticator") names no part of
+        // the field's own name.
+        let short = description.filter(|d| few_words(d) && !lexicon.gives_example(d));
         let split = lexicon.may_continue(name) || title.is_some_and(|t| lexicon.may_continue(t));
         if split && (title.is_some_and(few_words) || short.is_some()) {
             let joined = [Some(name), title, short]
