@@ -479,7 +479,12 @@ fn check_field(
     let mut found = report("", name_hit, step::LABEL, hits);
     found |= report(".title", title_hit, step::LABEL, hits);
     if let Some(d) = description {
-        found |= report(".description", lexicon.scan(d, prose), step::DESCRIPTION, hits);
+        found |= report(
+            ".description",
+            lexicon.scan(d, prose),
+            step::DESCRIPTION,
+            hits,
+        );
     }
     if !found {
         // A name split across the field's texts: `api` titled "Key", `card` described as

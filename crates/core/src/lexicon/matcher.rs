@@ -947,7 +947,10 @@ impl SecretLexicon {
         text::words(text).iter().any(|w| units.contains(&w.folded))
             || (has_compact_char(text) && {
                 let c = text::compact(text);
-                self.ctx.compact_units.iter().any(|u| c.contains(u.as_str()))
+                self.ctx
+                    .compact_units
+                    .iter()
+                    .any(|u| c.contains(u.as_str()))
             })
     }
 
@@ -1239,9 +1242,25 @@ impl SecretLexicon {
         if self.relative_clause(keys, i) {
             return true;
         }
-        if !question {
+        self.question_about(keys, (i, len, term), question, false)
+    }
+
+    /// The questions of [`SecretLexicon::label_about`]. In prose only those of circumstance
+    /// and those a copula opens ("What is this token for?" describing a note field): a
+    /// question there that names another noun first still asks by context ("What end date
+    /// is printed on your debit card?").
+    fn question_about(
+        &self,
+        keys: &[&str],
+        (i, len, term): (usize, usize, usize),
+        question: bool,
+        prose: bool,
+    ) -> bool {
+        let ctx = &self.ctx;
+        if !question || self.terms[term].category == Category::CardExpiry {
             return false;
         }
+        let first = keys[0];
         if self.circumstance_question(keys, i, term, question) {
             return true;
         }
@@ -1262,19 +1281,18 @@ impl SecretLexicon {
         if keys.get(1).is_some_and(|w| ctx.copulas.contains(*w)) {
             let next = (1..i).find(|&j| !ctx.copulas.contains(keys[j]));
             let number = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
-            let verb_between = next.is_some_and(|j| !(ctx.linkers.contains(keys[j]) || number(keys[j])));
+            let verb_between =
+                next.is_some_and(|j| !(ctx.linkers.contains(keys[j]) || number(keys[j])));
             return verb_between
                 || (i + len + 1 == keys.len() && ctx.linkers.contains(keys[i + len]));
         }
-        keys[1..i].iter().any(|w| {
-            let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
-            !(ctx.linkers.contains(*w) || number)
-        })
+        !prose
+            && keys[1..i].iter().any(|w| {
+                let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+                !(ctx.linkers.contains(*w) || number)
+            })
     }
 
-    /// A question opened by an interrogative of circumstance, with the term after it ("When
-    /// did you last change your password?"): about the secret. A card's expiry is itself a
-    /// date and stays asked.
     /// A label that opens with what its field holds, then a relative clause holding the term
     /// ("CI pipeline that will use this token", "Host where the private key is installed"):
     /// the field holds the opening noun. Only when that noun names content or is a head noun
@@ -1295,7 +1313,9 @@ impl SecretLexicon {
             })
     }
 
-    /// The interrogative may follow a preposition or an article ("À quand remonte … votre
+    /// A question opened by an interrogative of circumstance, with the term after it ("When
+    /// did you last change your password?"): about the secret. A card's expiry is itself a
+    /// date and stays asked. The interrogative may follow a preposition or an article ("À quand remonte … votre
     /// mot de passe ?").
     fn circumstance_question(&self, keys: &[&str], i: usize, term: usize, question: bool) -> bool {
         question
@@ -1353,9 +1373,9 @@ impl SecretLexicon {
         if role == Role::Label && self.label_about(keys, (i, len, term), question) {
             return true;
         }
-        // In prose too, a question opened by an interrogative of circumstance asks about the
-        // secret: "Where did you hear that we'd need your Social Security number?"
-        if role != Role::Label && self.circumstance_question(keys, i, term, question) {
+        // In prose too a question can ask about the secret: "Where did you hear that we'd
+        // need your Social Security number?", "What is this token for?".
+        if role != Role::Label && self.question_about(keys, (i, len, term), question, true) {
             return true;
         }
         // In a label, a term followed by what a field holds is that thing's name: "API key
