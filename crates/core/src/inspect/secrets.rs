@@ -133,11 +133,11 @@ pub(crate) fn check_form(
             // A default without a space is a value or an identifier (`OPENAI_API_KEY`), not
             // a sentence to complete.
             let sentence = t.trim().contains(char::is_whitespace);
-            let role = if free && at == "default" && sentence {
-                // Under a label that names what it holds, a default is that content
-                // pre-filled ("Forgot my password", a ticket subject) unless it is a blank to
-                // complete ("My online banking password is: ").
-                // A blank to complete names what the user types next: every term counts.
+            let role = if free && at.is_none() && sentence {
+                // A blank to complete ("My online banking password is: ") names what the
+                // user types next: every term counts. Under a label that names what it
+                // holds, a default is that content pre-filled ("Forgot my password", a
+                // ticket subject).
                 let blank = t.trim_end().ends_with([':', '：', '=']) || t.contains("__");
                 if blank {
                     Role::Label
@@ -150,6 +150,7 @@ pub(crate) fn check_form(
                 Role::Hidden
             };
             if let Some(m) = lexicon.scan(t, role) {
+                let at = at.map_or_else(|| "default".to_owned(), |f| f());
                 record(hits, lexicon, format!("{}.{at}", loc()), &m, step::HIDDEN);
             }
         });
@@ -162,7 +163,7 @@ pub(crate) fn check_form(
         let field = Field {
             name,
             prop,
-            kind,
+            holds,
             own,
         };
         if check_field(&field, message, lexicon, &loc(), hits) {
@@ -404,7 +405,8 @@ fn numeric_concept(c: Category) -> bool {
 struct Field<'a> {
     name: &'a str,
     prop: &'a Value,
-    kind: schema::PropKind,
+    /// What it can hold ([`Holds::of`]).
+    holds: Holds,
     /// Its name or title names what it holds ([`SecretLexicon::names_content`]).
     own: bool,
 }
@@ -421,7 +423,7 @@ fn check_field(
     let Field {
         name,
         prop,
-        kind,
+        holds,
         own,
     } = *field;
     let title = prop.get("title").and_then(Value::as_str);
@@ -447,7 +449,6 @@ fn check_field(
         // property of a secret, whatever its other texts say about the secret.
         return false;
     }
-    let holds = Holds::of(name, prop, kind, lexicon);
     // The field's texts and the form's message: where a benign sense may be named ("Drop a
     // pin on the map" above a field titled "Label for the pin").
     let texts: Vec<&str> = [Some(name), title, description, message]
@@ -519,14 +520,20 @@ fn check_field(
 /// The texts of a property that cannot receive a secret but can ask for one elsewhere:
 /// enum option titles (`oneOf`/`anyOf`, also under `items`), `enumNames`, `default`, and a
 /// boolean's or a choice's own title and description.
-fn hidden_texts(prop: &Value, kind: schema::PropKind, each: &mut dyn FnMut(String, &str)) {
+/// `each` takes the text's location relative to the property, built on demand (`None` for
+/// the `default`), and the text.
+fn hidden_texts(
+    prop: &Value,
+    kind: schema::PropKind,
+    each: &mut dyn FnMut(Option<&dyn Fn() -> String>, &str),
+) {
     if let Some(d) = prop.get("default").and_then(Value::as_str) {
-        each("default".to_owned(), d);
+        each(None, d);
     }
     if !kind.is_free_input() {
         for kw in ["title", "description"] {
             if let Some(t) = prop.get(kw).and_then(Value::as_str) {
-                each(kw.to_owned(), t);
+                each(Some(&|| kw.to_owned()), t);
             }
         }
     }
@@ -541,7 +548,7 @@ fn hidden_texts(prop: &Value, kind: schema::PropKind, each: &mut dyn FnMut(Strin
             {
                 for field in ["title", "description"] {
                     if let Some(t) = opt.get(field).and_then(Value::as_str) {
-                        each(format!("{prefix}{kw}[{i}].{field}"), t);
+                        each(Some(&|| format!("{prefix}{kw}[{i}].{field}")), t);
                     }
                 }
             }
@@ -554,7 +561,7 @@ fn hidden_texts(prop: &Value, kind: schema::PropKind, each: &mut dyn FnMut(Strin
             .enumerate()
         {
             if let Some(t) = t.as_str() {
-                each(format!("{prefix}enumNames[{i}]"), t);
+                each(Some(&|| format!("{prefix}enumNames[{i}]")), t);
             }
         }
     };

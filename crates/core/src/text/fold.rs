@@ -353,7 +353,7 @@ pub(crate) fn words_normalized(text: &str) -> Vec<Word> {
 /// [`words`] for ASCII input: same boundaries, no intermediate buffers.
 fn ascii_words(text: &str) -> Vec<Word> {
     let b = text.as_bytes();
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(b.len() / 6 + 1);
     let mut start: Option<usize> = None;
     let mut stop = false;
     let push = |out: &mut Vec<Word>, s: usize, e: usize, stop: &mut bool| {
