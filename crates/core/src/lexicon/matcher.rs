@@ -904,7 +904,11 @@ impl SecretLexicon {
     /// "card number")? Then the field's next text may complete it.
     pub fn may_continue(&self, text: &str) -> bool {
         // Words never span whitespace: the last one is in the last whitespace-separated part.
-        let tail = text.trim_end().rsplit(char::is_whitespace).next().unwrap_or("");
+        let tail = text
+            .trim_end()
+            .rsplit(char::is_whitespace)
+            .next()
+            .unwrap_or("");
         text::words(tail)
             .last()
             .is_some_and(|w| self.by_first.continues(&w.folded))

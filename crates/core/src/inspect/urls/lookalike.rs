@@ -9,11 +9,16 @@
 //!   for the ASCII swaps phishing uses (`0`→`o`, `1`/`i`→`l`, `3`→`e`, `4`/`@`→`a`, `5`→`s`, `7`→`t`, `8`→`b`,
 //!   `rn`→`m`, `vv`→`w`, `cl`→`d`): `paypa1`, `g00gle`, `arnazon`, `micros0ft`;
 //! - by edit distance (Damerau–Levenshtein, `strsim`) 1 on that fold, for names of six or
-//!   more letters: `gooogle`, `amazom`, `facebok`.
+//!   more letters: `gooogle`, `amazom`, `facebok`; a part shorter than the name must keep
+//!   its first letter (`cloud.looker.com` is no `icloud`).
 //!
 //! A part spelled exactly as the brand is not a look-alike (`github.example.com` is a company's
-//! GitHub Enterprise, `paypal.de` is PayPal); the brand's own domain and its subdomains never
-//! are. Work: a few labels × the list, each comparison bounded by the label length (≤ 63).
+//! GitHub Enterprise, `paypal.de` is PayPal) unless the label pairs it with a word of account
+//! phishing (`paypal-secure-login.com`, `microsoft-account-security.net`; the brand may open
+//! a longer part: `appleid-verify.com`), or the brand's whole domain stands inside another
+//! domain's name (`accounts.google.com.signin-verify.io`). The brand's own domain and its
+//! subdomains never are. Work: a few labels × the list, each comparison bounded by the label
+//! length (≤ 63).
 
 use crate::policy::hosts::{lookalike_fold, ProtectedHost};
 
@@ -42,18 +47,72 @@ pub(crate) fn imitated<'a>(
         .filter(|p| p.len() >= 3)
         .map(|p| (p, lookalike_fold(p)))
         .collect();
+    let near = |part: &str, folded: &str, p: &ProtectedHost| {
+        (folded.len() >= p.folded.len() || part.chars().next() == p.name.chars().next())
+            && strsim::damerau_levenshtein(folded, &p.folded) == 1
+    };
+    // A label that pairs a brand with a word of account phishing; the brand may be split by
+    // hyphens too (`pay-pal-secure`, `micro-soft-support`).
+    let combo = |p: &ProtectedHost| {
+        names.iter().any(|label| {
+            let pieces = || label.split('-');
+            label.contains('-')
+                && pieces().any(|x| PHISHING_WORDS.contains(&x))
+                && (pieces().any(|x| x.starts_with(p.name.as_str()))
+                    || label.replace('-', "").starts_with(p.name.as_str()))
+        })
+    };
+    // The brand's domain followed by more labels of another domain.
+    let embedded = |p: &ProtectedHost| {
+        unicode.match_indices(p.domain.as_str()).any(|(at, _)| {
+            (at == 0 || unicode[..at].ends_with('.'))
+                && unicode[at + p.domain.len()..].starts_with('.')
+        })
+    };
     protected.iter().find_map(|p| {
-        parts
-            .iter()
-            .any(|(part, folded)| {
-                *part != p.name
-                    && (*folded == p.folded
-                        || (p.name.len() >= 6
-                            && strsim::damerau_levenshtein(folded, &p.folded) == 1))
-            })
-            .then_some(p.domain.as_str())
+        (parts.iter().any(|(part, folded)| {
+            *part != p.name && (*folded == p.folded || (p.name.len() >= 6 && near(part, folded, p)))
+        }) || (p.name.len() >= 4 && combo(p))
+            || embedded(p))
+        .then_some(p.domain.as_str())
     })
 }
+
+/// Words that phishing pairs with a brand in one label (`paypal-secure-login`): what an
+/// account page is about. Not words of ordinary products (`google-analytics`,
+/// `apple-music-fans`).
+const PHISHING_WORDS: &[&str] = &[
+    "login",
+    "logon",
+    "signin",
+    "sign",
+    "secure",
+    "security",
+    "verify",
+    "verification",
+    "account",
+    "accounts",
+    "update",
+    "support",
+    "confirm",
+    "auth",
+    "authentication",
+    "billing",
+    "unlock",
+    "recovery",
+    "recover",
+    "alert",
+    "alerts",
+    "password",
+    "reset",
+    "wallet",
+    "id",
+    "helpdesk",
+    "validation",
+    "validate",
+    "suspended",
+    "locked",
+];
 
 #[cfg(test)]
 mod tests {
@@ -84,6 +143,15 @@ mod tests {
             ("githuh.io", "github.com"),
             ("app1e.com", "apple.com"),
             ("c0inbase-verify.com", "coinbase.com"),
+            ("paypal-secure-login.com", "paypal.com"),
+            ("appleid-verify-account.com", "apple.com"),
+            ("microsoft-account-security.net", "microsoft.com"),
+            ("accounts.google.com.signin-verify.io", "google.com"),
+            ("www.paypal.com.account-review.net", "paypal.com"),
+            ("gogle.com", "google.com"),
+            ("pay-pal-secure.com", "paypal.com"),
+            ("micro-soft-support.com", "microsoft.com"),
+            ("appleid.apple.com.verify-account.info", "apple.com"),
         ] {
             assert_eq!(judge(host).as_deref(), Some(brand), "{host}");
         }
@@ -105,6 +173,13 @@ mod tests {
             "mcp.internal",
             "githubusercontent.com",
             "gitlab.example.net",
+            "northwind.cloud.looker.com",
+            "cloud.example.com",
+            "acme-cloud.io",
+            "loud.acme.io",
+            "apple-music-fans.com",
+            "paypal-developer.example.org",
+            "mygoogle.com.example",
         ] {
             assert_eq!(judge(host), None, "{host}");
         }
