@@ -118,13 +118,72 @@ const SENSITIVE_PARAMS: &[&str] = &[
     "iban",
     "cardnumber",
     "ccnumber",
-    "email",
-    "emailaddress",
-    "phone",
-    "phonenumber",
-    "dob",
-    "dateofbirth",
 ];
+
+/// Names of personal data (not credentials): the value must look like what the name says
+/// (`phone=redacted`, `email=unknown` carry nothing). Phone names of the listed languages,
+/// since local numbers are told from order ids by their parameter name.
+const PERSONAL_PARAMS: &[(&str, Personal)] = &[
+    ("email", Personal::Email),
+    ("emailaddress", Personal::Email),
+    ("mail", Personal::Email),
+    ("correo", Personal::Email),
+    ("courriel", Personal::Email),
+    ("phone", Personal::Phone),
+    ("phonenumber", Personal::Phone),
+    ("phoneno", Personal::Phone),
+    ("tel", Personal::Phone),
+    ("telephone", Personal::Phone),
+    ("telefon", Personal::Phone),
+    ("telefonnummer", Personal::Phone),
+    ("telefono", Personal::Phone),
+    ("telefone", Personal::Phone),
+    ("telefoon", Personal::Phone),
+    ("telefoonnummer", Personal::Phone),
+    ("celular", Personal::Phone),
+    ("cellulare", Personal::Phone),
+    ("cell", Personal::Phone),
+    ("cellphone", Personal::Phone),
+    ("mobile", Personal::Phone),
+    ("mobilenumber", Personal::Phone),
+    ("mobil", Personal::Phone),
+    ("mobilnummer", Personal::Phone),
+    ("handy", Personal::Phone),
+    ("handynummer", Personal::Phone),
+    ("portable", Personal::Phone),
+    ("whatsapp", Personal::Phone),
+    ("msisdn", Personal::Phone),
+    ("puhelin", Personal::Phone),
+    ("telefonszam", Personal::Phone),
+    ("sdt", Personal::Phone),
+    ("dob", Personal::Date),
+    ("dateofbirth", Personal::Date),
+    ("birthdate", Personal::Date),
+];
+
+/// What a personal-data parameter's value must look like to be that data.
+#[derive(Clone, Copy)]
+enum Personal {
+    /// An address: an `@` or a spelled-out one.
+    Email,
+    /// Seven digits or more.
+    Phone,
+    /// Six digits or more.
+    Date,
+}
+
+impl Personal {
+    fn plausible(self, value: &str) -> bool {
+        let digits = value.bytes().filter(u8::is_ascii_digit).count();
+        match self {
+            Personal::Email => {
+                value.contains(['@', '＠']) || pii::scan_value(value) == Some("pii.email")
+            }
+            Personal::Phone => digits >= 7,
+            Personal::Date => digits >= 6,
+        }
+    }
+}
 
 /// Names ending in `token` that are pagination cursors, not credentials.
 const BENIGN_TOKEN_PARAMS: &[&str] = &[
@@ -342,9 +401,20 @@ impl Scan<'_> {
         }
     }
 
-    /// `url.param:<name>` when `name` is sensitive (the name only if it is safe to show).
-    fn sensitive(&mut self, name: &str, loc: &str) {
-        if let Some(norm) = sensitive_name(name, self.policy) {
+    /// `url.param:<name>` when `name` is sensitive (the name only if it is safe to show),
+    /// or names personal data that `value` looks like.
+    fn sensitive(&mut self, name: &str, value: &str, loc: &str) {
+        let personal = || {
+            let whole = whole_name(name);
+            std::iter::once(whole)
+                .chain(name_segments(name))
+                .find(|n| {
+                    PERSONAL_PARAMS
+                        .iter()
+                        .any(|(p, kind)| p == n && kind.plausible(value))
+                })
+        };
+        if let Some(norm) = sensitive_name(name, self.policy).or_else(personal) {
             let detector = if safe_name(&norm) {
                 format!("url.param:{norm}")
             } else {
@@ -357,8 +427,9 @@ impl Scan<'_> {
     /// One `name=value` parameter (query, fragment, path matrix or embedded): a sensitive
     /// name with a non-trivial value, then the value itself.
     fn param(&mut self, name: &str, values: &[String], loc: &str, depth: Depth) {
-        if !is_trivial(values.first().map_or("", String::as_str)) {
-            self.sensitive(name, loc);
+        let value = values.first().map_or("", String::as_str);
+        if !is_trivial(value) {
+            self.sensitive(name, value, loc);
         }
         self.value(values, name_hint(name), loc, depth);
     }
@@ -422,13 +493,13 @@ impl Scan<'_> {
         match v {
             Value::Object(members) => {
                 for (name, member) in members {
-                    let set = match member {
-                        Value::String(s) => !is_trivial(s),
-                        Value::Number(_) => true,
-                        _ => false,
+                    let value = match member {
+                        Value::String(s) if !is_trivial(s) => Some(s.clone()),
+                        Value::Number(n) => Some(n.to_string()),
+                        _ => None,
                     };
-                    if set {
-                        self.sensitive(name, loc);
+                    if let Some(value) = value {
+                        self.sensitive(name, &value, loc);
                     }
                     self.json(member, name_hint(name), loc, budget);
                 }

@@ -453,3 +453,24 @@ fn national_ids_in_urls() {
         assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
     }
 }
+
+#[test]
+fn personal_data_parameters_count_when_their_value_looks_like_the_data() {
+    for (u, d) in [
+        ("https://shop.example/c?telefon=030%2090182044", "url.param:telefon"),
+        ("https://shop.example/c?celular=(11)%2091234-5678", "url.param:celular"),
+        ("https://shop.example/c?whatsapp=55%201234%205678", "url.param:whatsapp"),
+        ("https://shop.example/c?mobile=9876543210", "url.param:mobile"),
+        ("https://shop.example/c?user[telefoon]=06-12345678", "url.param:telefoon"),
+    ] {
+        assert!(detectors(u).iter().any(|x| x == d), "{u}: {:?}", detectors(u));
+    }
+    for u in [
+        "https://crm.example/contact?phone=redacted",
+        "https://crm.example/contact?phone=unknown&email=hidden",
+        "https://crm.example/contact?dob=withheld",
+        "https://crm.example/contact?tel=ext",
+    ] {
+        assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
+    }
+}
