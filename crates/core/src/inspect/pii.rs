@@ -132,7 +132,29 @@ pub(crate) fn scan_value_hinted(value: &str, hint: Option<ids::Hint>) -> Option<
     if let Some(d) = hint.and_then(announced) {
         return Some(d);
     }
+    // A US Social Security number without dashes, where a name announces an identity
+    // number (`social_security_number=478213956`).
+    if hint == Some(ids::Hint::Any) && is_bare_ssn(value) {
+        return Some("pii.ssn");
+    }
     scan_value(value).or_else(|| ids::hint_in_text(value).and_then(announced))
+}
+
+/// Nine digits, alone or in 3-2-4 groups, with the structure of an issued SSN.
+fn is_bare_ssn(value: &str) -> bool {
+    let v = value.trim();
+    let d = digits_of(v);
+    d.len() == 9
+        && v.bytes().all(|b| b.is_ascii_digit() || matches!(b, b' ' | b'-' | b'.'))
+        && ssn_structure(&d)
+}
+
+/// Area not 000, 666 or 9xx; group not 00; serial not 0000.
+fn ssn_structure(d: &[u8]) -> bool {
+    let area = prefix_num(d, 3);
+    let group = prefix_num(&d[3..], 2);
+    let serial = prefix_num(&d[5..], 4);
+    area != 0 && area != 666 && area < 900 && group != 0 && serial != 0
 }
 
 /// What the audit scrub removes: [`scan_value_hinted`] without a hint, then identity
@@ -293,10 +315,7 @@ fn is_ssn(candidate: &str) -> bool {
     if d.len() != 9 || sep.len() != 2 || sep[0] != sep[1] {
         return false;
     }
-    let area = prefix_num(&d, 3);
-    let group = prefix_num(&d[3..], 2);
-    let serial = prefix_num(&d[5..], 4);
-    area != 0 && area != 666 && area < 900 && group != 0 && serial != 0
+    ssn_structure(&d)
 }
 
 /// Official IBAN length per country (ISO 13616 registry).

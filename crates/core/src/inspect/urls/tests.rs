@@ -474,3 +474,17 @@ fn personal_data_parameters_count_when_their_value_looks_like_the_data() {
         assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
     }
 }
+
+#[test]
+fn a_bare_ssn_counts_where_a_name_announces_an_identity_number() {
+    assert!(detectors("https://hr.example/f?social_security_number=478213956")
+        .contains(&"pii.ssn".to_string()));
+    assert!(detectors("https://hr.example/f?national_id=478%2021%203956")
+        .contains(&"pii.ssn".to_string()));
+    for u in [
+        "https://shop.example/o?order_number=478213956",
+        "https://hr.example/f?social_security_number=000213956",
+    ] {
+        assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
+    }
+}
