@@ -1123,7 +1123,7 @@ impl SecretLexicon {
                 }
             };
             // "Never share your seed phrase", "Do not include your password": a warning.
-            let cue_ok = cue_ok && (role == Role::Label || !self.negated(&keys[lo..hi], i - lo));
+            let cue_ok = cue_ok && (role == Role::Label || !self.negated(&keys[lo..hi], i - lo, len));
             if homoglyph_ok && cue_ok {
                 return (Some(term), suppressed_seen);
             }
@@ -1500,15 +1500,15 @@ impl SecretLexicon {
     /// A negation before the term with at most two other words between, linkers aside:
     /// "never share my login credentials", "do not include your seed phrase", "we will
     /// never ask for your PIN"; not "don't worry, just enter your password".
-    fn negated(&self, keys: &[&str], i: usize) -> bool {
+    fn negated(&self, keys: &[&str], i: usize, len: usize) -> bool {
         // Verb-final clauses negate after the verb, closing the sentence: "আপনার পাসওয়ার্ড
         // লিখবেন না" (do not write your password), "पासवर्ड दर्ज न करें". Only in scripts of
         // the verb-final languages: a Latin word closing an English sentence after the term
         // ("printed next to the signature strip") is no negation of it.
         let end = keys.len();
-        if end > i + 1
-            && end <= i + 4
-            && keys[i + 1..]
+        if end > i + len
+            && end <= i + len + 3
+            && keys[i + len..]
                 .iter()
                 .any(|w| !w.is_ascii() && self.ctx.negations.contains(*w))
         {
@@ -1527,15 +1527,16 @@ impl SecretLexicon {
             }
         }
         // A prohibited request covers its whole list: "Do not paste API keys, tokens or the
-        // contents of .env files", "never share my MFA codes or password" — a negation
-        // right before a request verb, with no other request verb up to the term.
+        // contents of .env files", "never share my MFA codes or password" — a negation up
+        // to three words before a request verb ("Jangan sekali-kali masukkan nombor kad"),
+        // with no other request verb up to the term.
         // A negating verb ("redact API keys and authorization headers") covers its list too.
         let verb = |w: &str| self.ctx.cues.contains(w) && !self.ctx.linkers.contains(w);
         let negation = |w: &str| self.ctx.negations.contains(w);
         let Some(v) = keys[..i].iter().rposition(|w| verb(w) || negation(w)) else {
             return false;
         };
-        negation(keys[v]) || keys[v.saturating_sub(2)..v].iter().any(|w| negation(w))
+        negation(keys[v]) || keys[v.saturating_sub(3)..v].iter().any(|w| negation(w))
     }
 
     /// Terms of scripts written without spaces: the first one asked for, and whether a term
