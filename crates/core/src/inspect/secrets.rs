@@ -137,12 +137,14 @@ pub(crate) fn check_form(
                 // A blank to complete ("My online banking password is: ") names what the
                 // user types next: every term counts. Under a label that names what it
                 // holds, a default is that content pre-filled ("Forgot my password", a
-                // ticket subject).
+                // ticket subject, "Your password was changed" in an e-mail template): a
+                // term counts only beside a request verb. A question is asked of the user
+                // whatever field holds it ("What was your mother's maiden name?").
                 let blank = t.trim_end().ends_with([':', '：', '=']) || t.contains("__");
                 if blank {
                     Role::Label
-                } else if own {
-                    Role::Cued
+                } else if own && !t.trim_end().ends_with(['?', '？', '؟']) {
+                    Role::Hidden
                 } else {
                     Role::Prose
                 }
@@ -429,15 +431,26 @@ fn check_field(
     let title = prop.get("title").and_then(Value::as_str);
     let description = prop.get("description").and_then(Value::as_str);
     // A field shaped as an address reads its description as an instruction: a term there
-    // counts only beside a request verb. One labelled with what it holds and described by
-    // an example ("Subject", "e.g. Forgot my password") reads the example as that content's
-    // topic: a term counts beside a request cue only.
+    // counts only beside a request verb.
     let prose = if named_format(prop) {
         Role::Hidden
-    } else if own && description.is_some_and(|d| lexicon.gives_example(d)) {
-        Role::Cued
     } else {
         Role::Prose
+    };
+    // A description with an example ("e.g.", "例如") under a label that says what the field
+    // holds reads the example as that content's topic, where a term counts beside a request
+    // cue only ("Subject": "e.g. Forgot my password"; "Error code": "e.g. 401
+    // invalid_api_key"). Under a label naming its content the whole description is about it
+    // ("令牌备注": "用于区分不同令牌，例如…"); under another only the example is, and what comes
+    // before it may ask ("Verbindungs-URI": "Inkl. Zugangsdaten, z. B. mysql://…"). Under a
+    // blank label ("Value": "e.g. your GitHub token") an example is what to type.
+    let labelled = || own || lexicon.names_something(title.unwrap_or(name));
+    let scan_description = |d: &str| match lexicon.example_split(d) {
+        Some(_) if prose == Role::Prose && own => lexicon.scan(d, Role::Cued),
+        Some((before, example)) if prose == Role::Prose && labelled() => lexicon
+            .scan(&before, Role::Prose)
+            .or_else(|| lexicon.scan(&example, Role::Cued)),
+        _ => lexicon.scan(d, prose),
     };
     let (name_scan, name_attribute) = lexicon.scan_detail(name, Role::Label);
     let (title_hit, title_attribute) = match title {
@@ -482,7 +495,7 @@ fn check_field(
     if let Some(d) = description {
         found |= report(
             ".description",
-            lexicon.scan(d, prose),
+            scan_description(d),
             step::DESCRIPTION,
             hits,
         );

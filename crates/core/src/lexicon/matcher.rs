@@ -914,6 +914,18 @@ impl SecretLexicon {
             .is_some_and(|w| self.by_first.continues(&w.folded))
     }
 
+    /// Does the label `text` say anything of what its field holds: a word that is not a
+    /// generic one (`value`, `code`, `answer`), an article or a number? "Error code" does,
+    /// "Value" and "Your answer" do not.
+    pub fn names_something(&self, text: &str) -> bool {
+        let ctx = &self.ctx;
+        text::words(text).iter().any(|w| {
+            !(ctx.blank.contains(&w.folded)
+                || ctx.linkers.contains(&w.folded)
+                || w.folded.bytes().all(|b| b.is_ascii_digit()))
+        })
+    }
+
     /// Does the label `text` name what its field holds, something no secret is (`feedback`,
     /// "E-mail address", `reason_for_reset`, "ความคิดเห็น")? One content word is enough
     /// unless a blank word says the field waits for something named elsewhere ("Code from
@@ -964,17 +976,30 @@ impl SecretLexicon {
     /// "例如：忘记登录密码", "z. B. Passwort vergessen")? A marker counts as a word of its own:
     /// `pl.` in "pl. jelszó" but not inside "appl.".
     pub fn gives_example(&self, text: &str) -> bool {
+        self.example_split(text).is_some()
+    }
+
+    /// `text` folded and split at its first example marker: what comes before (an
+    /// instruction, "Inkl. Zugangsdaten, z. B. …") and the example itself.
+    pub fn example_split(&self, text: &str) -> Option<(String, String)> {
         let folded = text::fold(&text::normalize(text));
         let letter = |c: char| c.is_alphanumeric() && !text::is_compact_script(c);
-        self.ctx.examples.iter().any(|m| {
-            let (first, last) = (m.chars().next(), m.chars().next_back());
-            folded.match_indices(m.as_str()).any(|(at, _)| {
-                let before = folded[..at].chars().next_back();
-                let after = folded[at + m.len()..].chars().next();
-                !(first.is_some_and(letter) && before.is_some_and(letter))
-                    && !(last.is_some_and(letter) && after.is_some_and(letter))
+        let at = self
+            .ctx
+            .examples
+            .iter()
+            .filter_map(|m| {
+                let (first, last) = (m.chars().next(), m.chars().next_back());
+                folded.match_indices(m.as_str()).find_map(|(at, _)| {
+                    let before = folded[..at].chars().next_back();
+                    let after = folded[at + m.len()..].chars().next();
+                    (!(first.is_some_and(letter) && before.is_some_and(letter))
+                        && !(last.is_some_and(letter) && after.is_some_and(letter)))
+                    .then_some(at)
+                })
             })
-        })
+            .min()?;
+        Some((folded[..at].to_string(), folded[at..].to_string()))
     }
 
     /// Does `text` name a property of a secret rather than the secret? See
