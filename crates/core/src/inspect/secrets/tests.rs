@@ -567,3 +567,99 @@ fn where_a_secret_is_kept_is_no_secret() {
     }
     assert!(label("Database password").is_some());
 }
+
+#[test]
+fn an_example_under_a_label_that_says_what_the_field_holds_is_its_topic() {
+    use serde_json::json;
+    for (title, description) in [
+        ("Subject", "e.g. 'Reset my VPN password'"),
+        ("工单标题", "例如：忘记登录密码，找回时收不到邮件"),
+        ("Error code (if any)", "e.g. 401 invalid_api_key"),
+        ("Contributing factors", "e.g. API key stored in plaintext"),
+    ] {
+        let f = json!({"f": {"type": "string", "title": title, "description": description}});
+        assert!(form(f, "Open a ticket").is_empty(), "{title}: {description}");
+    }
+    // What comes before the example may ask; under a blank label the example is the ask.
+    for (title, description) in [
+        ("Connection URI", "Including the password, e.g. mysql://user:pass@host/db"),
+        ("Value", "e.g. your GitHub token"),
+        ("Source account", "Email address and password of the mailbox, e.g. me@old.com:x"),
+    ] {
+        let f = json!({"f": {"type": "string", "title": title, "description": description}});
+        assert!(!form(f, "Set up").is_empty(), "{title}: {description}");
+    }
+}
+
+#[test]
+fn prefilled_content_is_its_topic_and_a_blank_to_complete_asks() {
+    use serde_json::json;
+    for default in ["Forgot my password – need a reset link", "No puedo restablecer mi contraseña"] {
+        let f = json!({"subject": {"type": "string", "title": "Subject", "default": default}});
+        assert!(form(f, "Contact support").is_empty(), "{default}");
+    }
+    for default in ["My PIN is: ", "Hi, my account number is ____ and my routing number is ____"] {
+        let f = json!({"note": {"type": "string", "title": "Verification", "default": default}});
+        assert!(!form(f, "Verify your identity").is_empty(), "{default}");
+    }
+}
+
+#[test]
+fn a_number_labelled_with_a_unit_holds_a_quantity() {
+    use serde_json::json;
+    for title in [
+        "Days until a password must be changed",
+        "Wymuszaj zmianę hasła co (dni)",
+        "Number of users without MFA",
+    ] {
+        let f = json!({"n": {"type": "integer", "title": title, "minimum": 0}});
+        assert!(form(f, "Security settings").is_empty(), "{title}");
+    }
+    // A one-time code is no unit ("Nambari ya mara moja (OTP)"), and a PIN stays a PIN.
+    let otp = json!({"n": {"type": "integer", "title": "Nambari ya mara moja (OTP) uliyopokea kwa SMS"}});
+    assert!(!form(otp, "Kamilisha kuingia").is_empty());
+    let pin = json!({"n": {"type": "integer", "title": "Telephone banking PIN", "maximum": 99999}});
+    assert!(!form(pin, "Identity check").is_empty());
+}
+
+#[test]
+fn questions_relatives_and_postpositions_make_a_label_about_the_secret() {
+    for about in [
+        "Who will hold the emergency admin credentials?",
+        "À quand remonte le dernier changement de votre mot de passe ?",
+        "Πού φυλάσσεται το μυστικό;",
+        "CI pipeline that will use this token",
+        "Host where the certificate's private key is installed",
+        "टोकन का स्वामी",
+        "Kartınızın son 4 hanesi",
+    ] {
+        assert!(label(about).is_none(), "{about}");
+    }
+    for ask in [
+        "What is your online banking password?",
+        "Kata sandi saat ini",
+        "A password you used on this account before",
+        "Citizen service number (BSN)",
+    ] {
+        assert!(label(ask).is_some(), "{ask}");
+    }
+    assert!(prose("What's this token for?").is_none());
+}
+
+#[test]
+fn cues_reach_past_articles_and_numbers_and_negations_close_verb_final_sentences() {
+    for ask in [
+        "Type your 4-digit banking PIN to authorise this payment",
+        "Bitte geben Sie das soeben erzeugte Token ein",
+        "আপনি এইমাত্র যে টোকেন তৈরি করেছেন সেটি নিচের ঘরে পেস্ট করুন।",
+    ] {
+        assert!(prose(ask).is_some(), "{ask}");
+    }
+    for warning in [
+        "দয়া করে এখানে আপনার পাসওয়ার্ড লিখবেন না",
+        "पूरा कार्ड नंबर कभी न डालें।",
+        "Jangan sekali-kali masukkan nombor kad penuh dalam borang ini.",
+    ] {
+        assert!(prose(warning).is_none(), "{warning}");
+    }
+}
