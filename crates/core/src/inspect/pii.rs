@@ -145,7 +145,8 @@ fn is_bare_ssn(value: &str) -> bool {
     let v = value.trim();
     let d = digits_of(v);
     d.len() == 9
-        && v.bytes().all(|b| b.is_ascii_digit() || matches!(b, b' ' | b'-' | b'.'))
+        && v.bytes()
+            .all(|b| b.is_ascii_digit() || matches!(b, b' ' | b'-' | b'.'))
         && ssn_structure(&d)
 }
 

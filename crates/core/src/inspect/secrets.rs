@@ -493,12 +493,7 @@ fn check_field(
     let mut found = report("", name_hit, step::LABEL, hits);
     found |= report(".title", title_hit, step::LABEL, hits);
     if let Some(d) = description {
-        found |= report(
-            ".description",
-            scan_description(d),
-            step::DESCRIPTION,
-            hits,
-        );
+        found |= report(".description", scan_description(d), step::DESCRIPTION, hits);
     }
     if !found {
         // A name split across the field's texts: `api` titled "Key", `card` described as

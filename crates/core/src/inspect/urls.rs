@@ -406,13 +406,11 @@ impl Scan<'_> {
     fn sensitive(&mut self, name: &str, value: &str, loc: &str) {
         let personal = || {
             let whole = whole_name(name);
-            std::iter::once(whole)
-                .chain(name_segments(name))
-                .find(|n| {
-                    PERSONAL_PARAMS
-                        .iter()
-                        .any(|(p, kind)| p == n && kind.plausible(value))
-                })
+            std::iter::once(whole).chain(name_segments(name)).find(|n| {
+                PERSONAL_PARAMS
+                    .iter()
+                    .any(|(p, kind)| p == n && kind.plausible(value))
+            })
         };
         if let Some(norm) = sensitive_name(name, self.policy).or_else(personal) {
             let detector = if safe_name(&norm) {

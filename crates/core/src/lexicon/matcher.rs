@@ -1148,7 +1148,8 @@ impl SecretLexicon {
                 }
             };
             // "Never share your seed phrase", "Do not include your password": a warning.
-            let cue_ok = cue_ok && (role == Role::Label || !self.negated(&keys[lo..hi], i - lo, len));
+            let cue_ok =
+                cue_ok && (role == Role::Label || !self.negated(&keys[lo..hi], i - lo, len));
             if homoglyph_ok && cue_ok {
                 return (Some(term), suppressed_seen);
             }

@@ -377,6 +377,22 @@ fn ascii_words(text: &str) -> Vec<Word> {
                     last.asks = true;
                 }
             }
+            // `#` after a word, not before one, reads "number": "Card #", "CC#", "Acct #"
+            // (`#tag` and `#1` stay separators).
+            if c == b'#' {
+                let after_word = i > 0
+                    && (b[i - 1].is_ascii_alphanumeric()
+                        || (b[i - 1] == b' ' && i > 1 && b[i - 2].is_ascii_alphanumeric()));
+                let word_next = b.get(i + 1).is_some_and(u8::is_ascii_alphanumeric);
+                if after_word && !word_next {
+                    out.push(Word {
+                        folded: "number".to_owned(),
+                        non_latin: false,
+                        stop_before: std::mem::take(&mut stop),
+                        asks: false,
+                    });
+                }
+            }
             // `document.cookie`, `e.g.` inside a word end nothing; `Done. Now` does.
             let next_space = b.get(i + 1).is_none_or(u8::is_ascii_whitespace);
             stop |= ends_sentence(char::from(c)) && next_space;

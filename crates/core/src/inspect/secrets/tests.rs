@@ -578,13 +578,22 @@ fn an_example_under_a_label_that_says_what_the_field_holds_is_its_topic() {
         ("Contributing factors", "e.g. API key stored in plaintext"),
     ] {
         let f = json!({"f": {"type": "string", "title": title, "description": description}});
-        assert!(form(f, "Open a ticket").is_empty(), "{title}: {description}");
+        assert!(
+            form(f, "Open a ticket").is_empty(),
+            "{title}: {description}"
+        );
     }
     // What comes before the example may ask; under a blank label the example is the ask.
     for (title, description) in [
-        ("Connection URI", "Including the password, e.g. mysql://user:pass@host/db"),
+        (
+            "Connection URI",
+            "Including the password, e.g. mysql://user:pass@host/db",
+        ),
         ("Value", "e.g. your GitHub token"),
-        ("Source account", "Email address and password of the mailbox, e.g. me@old.com:x"),
+        (
+            "Source account",
+            "Email address and password of the mailbox, e.g. me@old.com:x",
+        ),
     ] {
         let f = json!({"f": {"type": "string", "title": title, "description": description}});
         assert!(!form(f, "Set up").is_empty(), "{title}: {description}");
@@ -594,11 +603,17 @@ fn an_example_under_a_label_that_says_what_the_field_holds_is_its_topic() {
 #[test]
 fn prefilled_content_is_its_topic_and_a_blank_to_complete_asks() {
     use serde_json::json;
-    for default in ["Forgot my password – need a reset link", "No puedo restablecer mi contraseña"] {
+    for default in [
+        "Forgot my password – need a reset link",
+        "No puedo restablecer mi contraseña",
+    ] {
         let f = json!({"subject": {"type": "string", "title": "Subject", "default": default}});
         assert!(form(f, "Contact support").is_empty(), "{default}");
     }
-    for default in ["My PIN is: ", "Hi, my account number is ____ and my routing number is ____"] {
+    for default in [
+        "My PIN is: ",
+        "Hi, my account number is ____ and my routing number is ____",
+    ] {
         let f = json!({"note": {"type": "string", "title": "Verification", "default": default}});
         assert!(!form(f, "Verify your identity").is_empty(), "{default}");
     }
@@ -616,7 +631,8 @@ fn a_number_labelled_with_a_unit_holds_a_quantity() {
         assert!(form(f, "Security settings").is_empty(), "{title}");
     }
     // A one-time code is no unit ("Nambari ya mara moja (OTP)"), and a PIN stays a PIN.
-    let otp = json!({"n": {"type": "integer", "title": "Nambari ya mara moja (OTP) uliyopokea kwa SMS"}});
+    let otp =
+        json!({"n": {"type": "integer", "title": "Nambari ya mara moja (OTP) uliyopokea kwa SMS"}});
     assert!(!form(otp, "Kamilisha kuingia").is_empty());
     let pin = json!({"n": {"type": "integer", "title": "Telephone banking PIN", "maximum": 99999}});
     assert!(!form(pin, "Identity check").is_empty());
@@ -661,5 +677,15 @@ fn cues_reach_past_articles_and_numbers_and_negations_close_verb_final_sentences
         "Jangan sekali-kali masukkan nombor kad penuh dalam borang ini.",
     ] {
         assert!(prose(warning).is_none(), "{warning}");
+    }
+}
+
+#[test]
+fn a_hash_after_a_word_reads_number() {
+    for ask in ["Card #", "CC#", "Acct #:"] {
+        assert!(label(ask).is_some(), "{ask}");
+    }
+    for plain in ["Order # (from your receipt)", "#hashtag", "C# developer"] {
+        assert!(label(plain).is_none(), "{plain}");
     }
 }

@@ -457,13 +457,32 @@ fn national_ids_in_urls() {
 #[test]
 fn personal_data_parameters_count_when_their_value_looks_like_the_data() {
     for (u, d) in [
-        ("https://shop.example/c?telefon=030%2090182044", "url.param:telefon"),
-        ("https://shop.example/c?celular=(11)%2091234-5678", "url.param:celular"),
-        ("https://shop.example/c?whatsapp=55%201234%205678", "url.param:whatsapp"),
-        ("https://shop.example/c?mobile=9876543210", "url.param:mobile"),
-        ("https://shop.example/c?user[telefoon]=06-12345678", "url.param:telefoon"),
+        (
+            "https://shop.example/c?telefon=030%2090182044",
+            "url.param:telefon",
+        ),
+        (
+            "https://shop.example/c?celular=(11)%2091234-5678",
+            "url.param:celular",
+        ),
+        (
+            "https://shop.example/c?whatsapp=55%201234%205678",
+            "url.param:whatsapp",
+        ),
+        (
+            "https://shop.example/c?mobile=9876543210",
+            "url.param:mobile",
+        ),
+        (
+            "https://shop.example/c?user[telefoon]=06-12345678",
+            "url.param:telefoon",
+        ),
     ] {
-        assert!(detectors(u).iter().any(|x| x == d), "{u}: {:?}", detectors(u));
+        assert!(
+            detectors(u).iter().any(|x| x == d),
+            "{u}: {:?}",
+            detectors(u)
+        );
     }
     for u in [
         "https://crm.example/contact?phone=redacted",
@@ -477,10 +496,14 @@ fn personal_data_parameters_count_when_their_value_looks_like_the_data() {
 
 #[test]
 fn a_bare_ssn_counts_where_a_name_announces_an_identity_number() {
-    assert!(detectors("https://hr.example/f?social_security_number=478213956")
-        .contains(&"pii.ssn".to_string()));
-    assert!(detectors("https://hr.example/f?national_id=478%2021%203956")
-        .contains(&"pii.ssn".to_string()));
+    assert!(
+        detectors("https://hr.example/f?social_security_number=478213956")
+            .contains(&"pii.ssn".to_string())
+    );
+    assert!(
+        detectors("https://hr.example/f?national_id=478%2021%203956")
+            .contains(&"pii.ssn".to_string())
+    );
     for u in [
         "https://shop.example/o?order_number=478213956",
         "https://hr.example/f?social_security_number=000213956",
