@@ -189,8 +189,10 @@ struct Context {
     heads: HashSet<String>,
     copulas: HashSet<String>,
     conjunctions: HashSet<String>,
-    /// Folded example markers (`e.g.`, `例如`).
+    /// Folded example markers (`e.g.`, `例如`), and one automaton over them (a text is read
+    /// once, not once per marker).
     examples: Vec<String>,
+    examples_ac: Option<AhoCorasick>,
     /// Folded units and counts: words, and compact-script ones matched inside a label.
     units: HashSet<String>,
     compact_units: Vec<String>,
@@ -615,6 +617,14 @@ impl SecretLexicon {
             }
         }
         let compact = Self::automaton(&b.compact_patterns, &mut errors);
+        let examples: Vec<String> = folded_set(&data.examples).into_iter().collect();
+        let examples_ac = match AhoCorasick::new(&examples) {
+            Ok(ac) => Some(ac),
+            Err(e) => {
+                errors.push(format!("example marker automaton: {e}"));
+                None
+            }
+        };
         let cue_patterns: Vec<String> =
             data.compact_cues.iter().map(|c| text::compact(c)).collect();
         let compact_cues = match AhoCorasick::new(&cue_patterns) {
@@ -700,7 +710,8 @@ impl SecretLexicon {
                 heads: folded_set(&data.heads),
                 copulas: folded_set(&data.copulas),
                 conjunctions: folded_set(&data.conjunctions),
-                examples: folded_set(&data.examples).into_iter().collect(),
+                examples,
+                examples_ac,
                 units: folded_set(&data.units),
                 relatives: folded_set(&data.relatives),
                 postpositions: folded_set(&data.postpositions),
@@ -982,22 +993,20 @@ impl SecretLexicon {
     /// `text` folded and split at its first example marker: what comes before (an
     /// instruction, "Inkl. Zugangsdaten, z. B. …") and the example itself.
     pub fn example_split(&self, text: &str) -> Option<(String, String)> {
+        let ac = self.ctx.examples_ac.as_ref()?;
         let folded = text::fold(&text::normalize(text));
         let letter = |c: char| c.is_alphanumeric() && !text::is_compact_script(c);
-        let at = self
-            .ctx
-            .examples
-            .iter()
-            .filter_map(|m| {
-                let (first, last) = (m.chars().next(), m.chars().next_back());
-                folded.match_indices(m.as_str()).find_map(|(at, _)| {
-                    let before = folded[..at].chars().next_back();
-                    let after = folded[at + m.len()..].chars().next();
-                    (!(first.is_some_and(letter) && before.is_some_and(letter))
-                        && !(last.is_some_and(letter) && after.is_some_and(letter)))
-                    .then_some(at)
-                })
+        let at = ac
+            .find_overlapping_iter(&folded)
+            .filter(|m| {
+                let marker = &self.ctx.examples[m.pattern().as_usize()];
+                let (first, last) = (marker.chars().next(), marker.chars().next_back());
+                let before = folded[..m.start()].chars().next_back();
+                let after = folded[m.end()..].chars().next();
+                !(first.is_some_and(letter) && before.is_some_and(letter))
+                    && !(last.is_some_and(letter) && after.is_some_and(letter))
             })
+            .map(|m| m.start())
             .min()?;
         Some((folded[..at].to_string(), folded[at..].to_string()))
     }
