@@ -5,10 +5,6 @@ fn scratch() {
     for t in std::env::var("T").unwrap().split(';') {
         let (m, attr) = lex.scan_detail(t, Role::Label);
         let (p, _) = lex.scan_detail(t, Role::Prose);
-        println!(
-            "{t:?} => label {:?} attr={attr} prose {:?}",
-            m.map(|m| m.detector),
-            p.map(|m| m.detector)
-        );
+        println!("{t:?} => label {:?} attr={attr} prose {:?}", m.map(|m| m.detector), p.map(|m| m.detector));
     }
 }
