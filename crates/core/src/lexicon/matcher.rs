@@ -1449,7 +1449,15 @@ impl SecretLexicon {
                 && keys[i + len..after]
                     .iter()
                     .any(|w| ctx.cues.contains(*w) && !ctx.linkers.contains(*w));
-            return ctx.meta_before.contains(w) && !requested;
+            // In a label a head noun joined to the term by a preposition names what the
+            // field holds: "Kubernetes secret name for the registry credentials" (but "Team
+            // API token", with nothing between, is the team's token; a card's expiry is a
+            // date itself: "Date de fin de validité de votre carte").
+            let head = role == Role::Label
+                && skipped > 0
+                && ctx.heads.contains(w)
+                && self.terms[term].category != Category::CardExpiry;
+            return (ctx.meta_before.contains(w) || head) && !requested;
         }
         false
     }
@@ -1591,6 +1599,9 @@ impl SecretLexicon {
                 .copied()
                 .flatten();
             let Some(term) = kind else {
+                // A `suppress` phrase names a property of the secret it holds (`令牌的用途`):
+                // in a label, the field is about that secret.
+                property |= role == Role::Label;
                 continue;
             };
             let needs_cue = match role {

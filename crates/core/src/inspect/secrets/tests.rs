@@ -689,3 +689,17 @@ fn a_hash_after_a_word_reads_number() {
         assert!(label(plain).is_none(), "{plain}");
     }
 }
+
+#[test]
+fn a_head_noun_joined_by_a_preposition_or_a_compact_property_phrase_is_about() {
+    for about in [
+        "Secret Manager reference for the client secret",
+        "Comment for your PIN",
+        "令牌的用途",
+    ] {
+        assert!(label(about).is_none(), "{about}");
+    }
+    for ask in ["Team API token", "Password for the account", "Date de fin de validité de votre carte"] {
+        assert!(label(ask).is_some(), "{ask}");
+    }
+}
