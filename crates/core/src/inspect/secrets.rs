@@ -236,7 +236,8 @@ enum Holds {
     /// A number below 1000 (`maximum`): three digits at most, so at most a CVV; minutes of
     /// validity, a count of attempts or a rating hold none of the longer numbers.
     ThreeDigits,
-    /// A number below 100: two digits hold no secret (a count, a percentage, a rating).
+    /// A number below 100: two digits hold no secret (a count, a percentage, a rating)
+    /// but the month or year of a card's expiry.
     TwoDigits,
     /// A number labelled with a unit or a count ("Days until a password must be changed",
     /// "Number of users without MFA"): a quantity, or the month or year of a card's expiry.
@@ -285,7 +286,7 @@ impl Holds {
             Holds::Text => true,
             Holds::Number => numeric_concept(c),
             Holds::ThreeDigits => c == Category::Cvv,
-            Holds::TwoDigits => false,
+            Holds::TwoDigits => c == Category::CardExpiry,
             Holds::Quantity => c == Category::CardExpiry,
             Holds::Date => c == Category::CardExpiry,
             Holds::Address => false,
