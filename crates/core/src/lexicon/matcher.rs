@@ -198,6 +198,7 @@ struct Context {
     compact_units: Vec<String>,
     relatives: HashSet<String>,
     postpositions: HashSet<String>,
+    auxiliaries: HashSet<String>,
     /// Folded clitic prefixes, longest first.
     clitics: Vec<String>,
 }
@@ -715,6 +716,7 @@ impl SecretLexicon {
                 units: folded_set(&data.units),
                 relatives: folded_set(&data.relatives),
                 postpositions: folded_set(&data.postpositions),
+                auxiliaries: folded_set(&data.auxiliaries),
                 compact_units: folded_set(&data.units)
                     .into_iter()
                     .filter(|u| has_compact_char(u))
@@ -1302,6 +1304,19 @@ impl SecretLexicon {
             return false;
         }
         let first = keys[0];
+        // A yes/no question label names the secret as its topic: "Do you use the same
+        // password anywhere else?", "Have you changed your PIN since?" (but "Could you enter
+        // your PIN?" asks; in prose the next sentence may ask: "Did you rotate your API
+        // key? Paste the new one.").
+        if !prose
+            && i > 0
+            && ctx.auxiliaries.contains(first)
+            && !keys
+                .iter()
+                .any(|w| ctx.cues.contains(*w) && !ctx.linkers.contains(*w))
+        {
+            return true;
+        }
         if self.circumstance_question(keys, i, term, question) {
             return true;
         }
@@ -1417,6 +1432,12 @@ impl SecretLexicon {
         // In prose too a question can ask about the secret: "Where did you hear that we'd
         // need your Social Security number?", "What is this token for?".
         if role != Role::Label && self.question_about(keys, (i, len, term), question, true) {
+            return true;
+        }
+        // So does a relative clause after what the text is about: "Hostname of the server
+        // whose admin password will be rotated", "A description that helps your team
+        // understand what this secret holds".
+        if role != Role::Label && self.relative_clause(keys, i) {
             return true;
         }
         // In a label, a term followed by what a field holds is that thing's name: "API key

@@ -164,6 +164,10 @@ pub struct Data {
     /// Possessive postpositions (`का`, `کا`, `এর`): a property word after one, following a
     /// term, names the term's property ("टोकन का स्वामी", the token's owner).
     pub postpositions: Vec<&'static str>,
+    /// Auxiliaries that open a yes/no question (`do`, `have`, `are`): a label so opened,
+    /// with no request verb, asks about the secret it names ("Do you use the same password
+    /// anywhere else?").
+    pub auxiliaries: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
     pub senses: Vec<Sense>,
@@ -337,6 +341,7 @@ impl Data {
                 "units" => Some(&mut self.units),
                 "relatives" => Some(&mut self.relatives),
                 "postpositions" => Some(&mut self.postpositions),
+                "auxiliaries" => Some(&mut self.auxiliaries),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
                 _ => None,

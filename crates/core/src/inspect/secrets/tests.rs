@@ -703,3 +703,11 @@ fn a_head_noun_joined_by_a_preposition_or_a_compact_property_phrase_is_about() {
         assert!(label(ask).is_some(), "{ask}");
     }
 }
+
+#[test]
+fn yes_no_question_labels_and_relative_clauses_in_prose_are_about() {
+    assert!(label("Do you use the same password anywhere else? Which services?").is_none());
+    assert!(label("Could you enter your PIN?").is_some());
+    assert!(prose("Hostname of the server whose admin password will be rotated").is_none());
+    assert!(prose("Did you rotate your API key? Paste the new one.").is_some());
+}
