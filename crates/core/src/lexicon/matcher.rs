@@ -1275,9 +1275,11 @@ impl SecretLexicon {
             return false;
         }
         let first = keys[0];
-        // "Name and password" names two things; "Name of the password" one of its properties.
+        // "Name and password" names two things; "Name of the password" one of its properties;
+        // "Owner's SSN" is the owner's.
         if i >= 2
             && ctx.heads.contains(first)
+            && keys[1] != "s"
             && !keys[1..i].iter().any(|w| ctx.conjunctions.contains(*w))
         {
             return true;
@@ -1477,6 +1479,8 @@ impl SecretLexicon {
             let head = role == Role::Label
                 && skipped > 0
                 && ctx.heads.contains(w)
+                // A possessive is no preposition: "Owner's SSN" is the owner's.
+                && keys.get(j + 1) != Some(&"s")
                 && self.terms[term].category != Category::CardExpiry;
             return (ctx.meta_before.contains(w) || head) && !requested;
         }

@@ -711,3 +711,13 @@ fn yes_no_question_labels_and_relative_clauses_in_prose_are_about() {
     assert!(prose("Hostname of the server whose admin password will be rotated").is_none());
     assert!(prose("Did you rotate your API key? Paste the new one.").is_some());
 }
+
+#[test]
+fn whose_secret_is_asked_is_no_property_of_it() {
+    for ask in ["Owner's SSN", "Owner PIN", "Co-owner IBAN", "Owner's bank account number"] {
+        assert!(label(ask).is_some(), "{ask}");
+    }
+    for about in ["Owner of the API key", "API key owner"] {
+        assert!(label(about).is_none(), "{about}");
+    }
+}
