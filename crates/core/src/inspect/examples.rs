@@ -89,6 +89,8 @@ pub const DETECTOR_EXAMPLES: &[DetectorExample] = &[
     found("pii.national_id:ro", "CNP 1960315123451"),
     found("pii.national_id:za", "800101 5009 087"),
     found("pii.national_id:th", "1-1017-00230-07-4"),
+    found("pii.national_id:gb", "JG 10 37 83 C"),
+    found("pii.national_id:sg", "S1234567D"),
 ];
 
 #[cfg(test)]

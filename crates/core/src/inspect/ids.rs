@@ -5,13 +5,16 @@
 //! (CPF), Poland (PESEL), India (Aadhaar), the Netherlands (BSN), Turkey (T.C. Kimlik),
 //! China (resident id), France (NIR), Spain (DNI/NIE), Italy (codice fiscale), Sweden
 //! (personnummer), Finland (henkilötunnus), Norway (fødselsnummer), Denmark (CPR), Korea
-//! (RRN), Israel (Teudat Zehut), Romania (CNP), South Africa and Thailand; and the
-//! parameter names that announce one ([`hint_for_name`]).
+//! (RRN), Israel (Teudat Zehut), Romania (CNP), South Africa, Thailand, the United
+//! Kingdom (National Insurance number) and Singapore (NRIC/FIN); and the parameter names
+//! that announce one ([`hint_for_name`]).
 //!
 //! Decisions (false positives kept low):
 //! - Every number needs its checksum (Denmark, whose numbers have had none since 2007,
 //!   needs its old mod-11 check unless a name announces a CPR) and its structure (valid
-//!   birth date, century sign, county, month letter, …).
+//!   birth date, century sign, county, month letter, …); the UK National Insurance number,
+//!   which has no checksum, needs its structure (the prefix letters HMRC issues, a suffix
+//!   A–D).
 //! - Every number is reported only with context, a *hint*: a parameter, JSON member or
 //!   path-segment label such as `cpf`, `pesel`, `national_id`, `doc` ([`hint_for_name`]) or
 //!   a distinctive keyword in the same text (`CPF 52998224725`, [`hint_in_text`]). With
@@ -52,6 +55,8 @@ pub(crate) enum Kind {
     Ro,
     Za,
     Th,
+    Gb,
+    Sg,
 }
 
 /// Every detector name of this module.
@@ -59,7 +64,7 @@ pub(crate) enum Kind {
 pub(crate) fn detector_names() -> impl Iterator<Item = &'static str> {
     use Kind::*;
     [
-        Br, Pl, In, Nl, Tr, Cn, Fr, Es, It, Se, Fi, No, Dk, Kr, Il, Ro, Za, Th,
+        Br, Pl, In, Nl, Tr, Cn, Fr, Es, It, Se, Fi, No, Dk, Kr, Il, Ro, Za, Th, Gb, Sg,
     ]
     .into_iter()
     .map(Kind::detector)
@@ -87,6 +92,8 @@ impl Kind {
             Kind::Ro => "pii.national_id:ro",
             Kind::Za => "pii.national_id:za",
             Kind::Th => "pii.national_id:th",
+            Kind::Gb => "pii.national_id:gb",
+            Kind::Sg => "pii.national_id:sg",
         }
     }
 }
@@ -154,6 +161,13 @@ const KIND_NAMES: &[(&str, Kind)] = &[
     ("rsaid", Kind::Za),
     ("saidnumber", Kind::Za),
     ("thaiid", Kind::Th),
+    ("nino", Kind::Gb),
+    ("ninumber", Kind::Gb),
+    ("nationalinsurance", Kind::Gb),
+    ("nationalinsurancenumber", Kind::Gb),
+    ("nric", Kind::Sg),
+    ("nricno", Kind::Sg),
+    ("nricnumber", Kind::Sg),
 ];
 
 /// Normalised names that announce some identity number.
@@ -282,7 +296,7 @@ type Validator = fn(&str) -> bool;
 
 /// Self-evident shapes: `(pattern, country, validator of the match)`.
 static SHAPES: LazyLock<Vec<(Regex, Kind, Validator)>> = LazyLock::new(|| {
-    let shapes: [(&str, Kind, Validator); 14] = [
+    let shapes: [(&str, Kind, Validator); 16] = [
         (r"\d{17}[\dXx]", Kind::Cn, is_cn),
         (r"\d-\d{4}-\d{5}-\d{2}-\d", Kind::Th, |s| {
             is_th(&digits_of(s))
@@ -318,6 +332,12 @@ static SHAPES: LazyLock<Vec<(Regex, Kind, Validator)>> = LazyLock::new(|| {
         }),
         (r"\d{6}-\d{7}", Kind::Kr, |s| is_rrn(&digits_of(s))),
         (r"\d{6} \d{4} \d{3}", Kind::Za, |s| is_za(&digits_of(s))),
+        (
+            r"(?i)[A-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D]",
+            Kind::Gb,
+            is_nino,
+        ),
+        (r"(?i)[STFG]\d{7}[A-Z]", Kind::Sg, is_nric),
     ];
     shapes.into_iter().map(|(p, k, v)| (re(p), k, v)).collect()
 });
@@ -402,7 +422,7 @@ fn valid_bare(kind: Kind, d: &[u8], hint: Hint) -> bool {
         Kind::Za => is_za(d),
         Kind::Th => is_th(d),
         // Their numbers carry letters: found by `scan_formatted`.
-        Kind::Es | Kind::It | Kind::Fi => false,
+        Kind::Es | Kind::It | Kind::Fi | Kind::Gb | Kind::Sg => false,
     }
 }
 
@@ -424,6 +444,47 @@ pub(crate) fn scan_hinted(value: &str, hint: Hint) -> Option<&'static str> {
                 .find(|k| valid_bare(*k, &d, hint))
                 .map(Kind::detector)
         })
+}
+
+/// A UK National Insurance number: two prefix letters HMRC issues (not D, F, I, Q, U, V;
+/// no O second; not BG, GB, KN, NK, NT, TN, ZZ), six digits, a suffix A–D.
+fn is_nino(s: &str) -> bool {
+    let t: Vec<u8> = s
+        .bytes()
+        .filter(|b| !b.is_ascii_whitespace())
+        .map(|b| b.to_ascii_uppercase())
+        .collect();
+    if t.len() != 9 {
+        return false;
+    }
+    let (a, b) = (t[0], t[1]);
+    let first_ok = !b"DFIQUV".contains(&a);
+    let second_ok = !b"DFIQUVO".contains(&b);
+    let banned = [b"BG", b"GB", b"KN", b"NK", b"NT", b"TN", b"ZZ"]
+        .iter()
+        .any(|p| p[0] == a && p[1] == b);
+    first_ok && second_ok && !banned && matches!(t[8], b'A'..=b'D')
+}
+
+/// A Singapore NRIC or FIN of the S, T, F and G series: the check letter of its seven digits.
+fn is_nric(s: &str) -> bool {
+    let t = s.to_ascii_uppercase();
+    let b = t.as_bytes();
+    if b.len() != 9 {
+        return false;
+    }
+    let d = digits_of(&t[1..8]);
+    if d.len() != 7 {
+        return false;
+    }
+    let offset = if matches!(b[0], b'T' | b'G') { 4 } else { 0 };
+    let sum = weighted(&d, &[2, 7, 6, 5, 4, 3, 2]) + offset;
+    let table: &[u8; 11] = if matches!(b[0], b'S' | b'T') {
+        b"JZIHGFEDCBA"
+    } else {
+        b"XWUTRQPNMLK"
+    };
+    table[(sum % 11) as usize] == b[8]
 }
 
 // === Shared arithmetic ===
