@@ -189,6 +189,8 @@ struct Context {
     heads: HashSet<String>,
     copulas: HashSet<String>,
     conjunctions: HashSet<String>,
+    /// Exact terms (`card exact: số thẻ`) and their term ids, by automaton pattern.
+    exact: Option<(AhoCorasick, Vec<usize>)>,
     /// Folded example markers (`e.g.`, `例如`), and one automaton over them (a text is read
     /// once, not once per marker).
     examples: Vec<String>,
@@ -569,6 +571,34 @@ impl SecretLexicon {
                 needs: Vec::new(),
             });
         }
+        // Exact terms: their own entries, found by one automaton over lower-case NFC text.
+        let mut exact_patterns = Vec::new();
+        let mut exact_ids = Vec::new();
+        for t in &data.exact {
+            exact_ids.push(b.terms.len());
+            exact_patterns.push(text::nfkc(t.text).to_lowercase());
+            b.terms.push(TermInfo {
+                phrase: t.text.to_owned(),
+                category: t.category,
+                detector: intern(format!("secret.term:{}@{}", t.category.as_str(), t.lang)),
+                confusable_detector: intern(format!("secret.confusable:{}", t.category.as_str())),
+                obfuscated_detector: intern(format!("secret.obfuscated:{}", t.category.as_str())),
+                strength: t.strength,
+                senses: Vec::new(),
+                needs: Vec::new(),
+            });
+        }
+        let exact = if exact_patterns.is_empty() {
+            None
+        } else {
+            match AhoCorasick::new(&exact_patterns) {
+                Ok(ac) => Some((ac, exact_ids)),
+                Err(e) => {
+                    errors.push(format!("exact term automaton: {e}"));
+                    None
+                }
+            }
+        };
         for phrase in &data.benign {
             b.add(&Phrase::read(phrase), None);
         }
@@ -713,6 +743,7 @@ impl SecretLexicon {
                 conjunctions: folded_set(&data.conjunctions),
                 examples,
                 examples_ac,
+                exact,
                 units: folded_set(&data.units),
                 relatives: folded_set(&data.relatives),
                 postpositions: folded_set(&data.postpositions),
@@ -814,6 +845,11 @@ impl SecretLexicon {
             return (Some(self.hit(t, |i| &i.detector)), false);
         }
         let mut attribute = suppressed;
+        if role == Role::Label && !suppressed {
+            if let Some(t) = self.exact_term(text) {
+                return (Some(self.hit(t, |i| &i.detector)), false);
+            }
+        }
         if has_compact_char(text) {
             let (hit, property) = self.scan_compact(text, role);
             if let Some(t) = hit {
@@ -822,6 +858,24 @@ impl SecretLexicon {
             attribute |= property;
         }
         (self.scan_rest(text, &words, &keys, role), attribute)
+    }
+
+    /// An exact term (written with its accents) that ends `text` or its first clause: "Số
+    /// thẻ", "Số thẻ (16 chữ số)", not "Số thẻ thành viên" (a membership card).
+    fn exact_term(&self, text: &str) -> Option<usize> {
+        let (ac, ids) = self.ctx.exact.as_ref()?;
+        if text.is_ascii() {
+            return None;
+        }
+        // Identifiers join words with `_` or `-` (`số_thẻ`).
+        let lower = text::nfkc(text).to_lowercase().replace(['_', '-'], " ");
+        ac.find_iter(&lower).find_map(|m| {
+            let before = lower[..m.start()].chars().next_back();
+            let after = lower[m.end()..].trim_start().chars().next();
+            let alone = before.is_none_or(|c| !c.is_alphanumeric())
+                && after.is_none_or(|c| !c.is_alphanumeric());
+            alone.then(|| ids[m.pattern().as_usize()])
+        })
     }
 
     /// An identifier is named by its last word (`otp_phone_label`, `tokenPurpose`): a

@@ -112,6 +112,9 @@ pub struct Sense {
 #[derive(Debug, Default)]
 pub struct Data {
     pub terms: Vec<Term>,
+    /// Terms matched as written, accents and all, in a label they end (`card exact: số
+    /// thẻ`): their folded form is another language's ordinary words (`so the`).
+    pub exact: Vec<Term>,
     pub meta_after: Vec<&'static str>,
     pub meta_before: Vec<&'static str>,
     /// Actions on a secret (`create`, `erstellen`): attributes in prose, not in labels.
@@ -360,6 +363,10 @@ impl Data {
                 self.cues.extend(items(list));
                 continue;
             }
+            let (key, exact) = match key.strip_suffix(" exact") {
+                Some(k) => (k.trim(), true),
+                None => (key, false),
+            };
             let (cat, strength) = match key.strip_suffix(" weak") {
                 Some(c) => (c.trim(), Strength::Weak),
                 None => (key, Strength::Strong),
@@ -373,12 +380,17 @@ impl Data {
                 continue;
             };
             for t in items(list) {
-                self.terms.push(Term {
+                let term = Term {
                     category,
                     lang,
                     strength,
                     text: t,
-                });
+                };
+                if exact {
+                    self.exact.push(term);
+                } else {
+                    self.terms.push(term);
+                }
             }
         }
     }

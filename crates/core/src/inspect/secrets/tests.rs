@@ -721,3 +721,14 @@ fn whose_secret_is_asked_is_no_property_of_it() {
         assert!(label(about).is_none(), "{about}");
     }
 }
+
+#[test]
+fn an_exact_term_keeps_its_accents() {
+    // "Số thẻ" (card number) folds to English "so the": matched as written, ending a label.
+    for ask in ["Số thẻ", "Số thẻ (16 chữ số)"] {
+        assert!(label(ask).is_some(), "{ask}");
+    }
+    for plain in ["Số thẻ thành viên", "So the order ships"] {
+        assert!(label(plain).is_none(), "{plain}");
+    }
+}
