@@ -1857,6 +1857,15 @@ fn as_displayed(text: &str) -> Option<String> {
 /// A word whose case changes in a way camelCase does not: twice or more (`PaSsWoRd`, `cVv`)
 /// or a capital run running into small letters (`PASSword`; `APIKey` reads the same).
 fn odd_case(text: &str) -> bool {
+    // No upper-case letter after a lower-case one, nor three capitals in a row: no game.
+    if text.is_ascii()
+        && !text
+            .as_bytes()
+            .windows(2)
+            .any(|w| w[1].is_ascii_uppercase() && w[0].is_ascii_alphabetic())
+    {
+        return false;
+    }
     let (mut switches, mut upper_run, mut prev) = (0, 0, None::<bool>);
     for c in text.chars() {
         if !c.is_alphabetic() {
@@ -2024,8 +2033,10 @@ fn sentence(words: &[Word], i: usize, len: usize) -> (usize, usize) {
 /// Words with every run of three or more one-letter words joined into one (`p a s s w o r
 /// d`, `P-A-S-S-W-O-R-D`, `S.S.N.`); `None` when there is no such run.
 fn join_spaced(words: &[Word]) -> Option<Vec<Word>> {
-    let single =
-        |w: &Word| w.folded.chars().count() == 1 && w.folded.chars().all(char::is_alphabetic);
+    let single = |w: &Word| {
+        let mut chars = w.folded.chars();
+        chars.next().is_some_and(char::is_alphabetic) && chars.next().is_none()
+    };
     if !words.windows(3).any(|run| run.iter().all(single)) {
         return None;
     }

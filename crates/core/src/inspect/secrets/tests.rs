@@ -699,7 +699,11 @@ fn a_head_noun_joined_by_a_preposition_or_a_compact_property_phrase_is_about() {
     ] {
         assert!(label(about).is_none(), "{about}");
     }
-    for ask in ["Team API token", "Password for the account", "Date de fin de validité de votre carte"] {
+    for ask in [
+        "Team API token",
+        "Password for the account",
+        "Date de fin de validité de votre carte",
+    ] {
         assert!(label(ask).is_some(), "{ask}");
     }
 }
@@ -714,7 +718,12 @@ fn yes_no_question_labels_and_relative_clauses_in_prose_are_about() {
 
 #[test]
 fn whose_secret_is_asked_is_no_property_of_it() {
-    for ask in ["Owner's SSN", "Owner PIN", "Co-owner IBAN", "Owner's bank account number"] {
+    for ask in [
+        "Owner's SSN",
+        "Owner PIN",
+        "Co-owner IBAN",
+        "Owner's bank account number",
+    ] {
         assert!(label(ask).is_some(), "{ask}");
     }
     for about in ["Owner of the API key", "API key owner"] {

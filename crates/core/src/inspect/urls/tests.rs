@@ -517,10 +517,20 @@ fn uk_and_singapore_numbers_count_with_their_names() {
     for (u, d) in [
         ("https://hr.example/f?nric=S8123457D", "pii.national_id:sg"),
         ("https://hr.example/f?nric=S1234567D", "pii.national_id:sg"),
-        ("https://gov.example/national-insurance/JG103783C/", "pii.national_id:gb"),
-        ("https://hr.example/f?nino=JG%2010%2037%2083%20C", "pii.national_id:gb"),
+        (
+            "https://gov.example/national-insurance/JG103783C/",
+            "pii.national_id:gb",
+        ),
+        (
+            "https://hr.example/f?nino=JG%2010%2037%2083%20C",
+            "pii.national_id:gb",
+        ),
     ] {
-        assert!(detectors(u).iter().any(|x| x == d), "{u}: {:?}", detectors(u));
+        assert!(
+            detectors(u).iter().any(|x| x == d),
+            "{u}: {:?}",
+            detectors(u)
+        );
     }
     for u in [
         "https://hr.example/f?nric=S1234567A",
