@@ -3,10 +3,10 @@
 //! rule: `cargo test -p elicitgate-core --test corpus -- --nocapture`.
 //!
 //! What must hold: every case of the curated regression files (`forms_*`, `protocol`,
-//! `schema`, `seeds`, `urls`) gets exactly its decision and rules; over the whole corpus the
-//! deny recall is at least 99 % and false positives at most 1 % of the allowed cases (the
-//! targets docs/policy.md states), and the corpus covers every language × concept with
-//! positives.
+//! `schema`, `seeds`, `urls`) gets exactly its decision and rules; per category the secret
+//! asks' recall is at least 99 %, the benign forms' false blocks at most 1 % and the hard
+//! cases at least 85 % correct (docs/policy.md states the targets), and the corpus covers
+//! every language × concept with positives.
 //!
 //! Case format (one JSON object per line):
 //! `{"id", "lang", "concept"?, "input": <params | JSON-RPC message>, "expect": "allow"|"deny",
@@ -558,16 +558,23 @@ fn corpus() {
     );
     assert!(cases.len() >= 2000, "corpus has only {} cases", cases.len());
     assert!(uncovered.is_empty(), "no positive case for {uncovered:?}");
-    assert!(
-        overall.recall() >= 0.99,
-        "recall {:.4} below 0.99",
-        overall.recall()
-    );
-    assert!(
-        overall.fp_rate() <= 0.01,
-        "false positives {:.4} of allowed cases, above 0.01",
-        overall.fp_rate()
-    );
+    // Per category, as the held-out half is judged: evasions and asks by context only are
+    // measured against their own target, not folded into the recall of plain asks.
+    let by_category = tally(&cases);
+    for (c, floor) in [
+        (Category::Secret, 0.99),
+        (Category::Benign, 0.01),
+        (Category::Hard, 0.85),
+    ] {
+        let (what, _) = c.target();
+        let x = by_category.get(&c).copied().unwrap_or_default();
+        let ok = if c == Category::Benign {
+            x.figure(c) <= floor
+        } else {
+            x.figure(c) >= floor
+        };
+        assert!(ok, "tuning {}: {what} {:.4}, past {floor}", c.name(), x.figure(c));
+    }
 }
 
 /// Judges a directory of new cases before they join the tuning half, and lists every wrong
