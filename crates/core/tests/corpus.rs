@@ -176,13 +176,6 @@ impl Slice {
             self.fp += u32::from(got_deny);
         }
     }
-    fn recall(&self) -> f64 {
-        if self.deny == 0 {
-            1.0
-        } else {
-            f64::from(self.tp) / f64::from(self.deny)
-        }
-    }
     fn fp_rate(&self) -> f64 {
         if self.allow == 0 {
             0.0
@@ -573,7 +566,12 @@ fn corpus() {
         } else {
             x.figure(c) >= floor
         };
-        assert!(ok, "tuning {}: {what} {:.4}, past {floor}", c.name(), x.figure(c));
+        assert!(
+            ok,
+            "tuning {}: {what} {:.4}, past {floor}",
+            c.name(),
+            x.figure(c)
+        );
     }
 }
 

@@ -529,13 +529,12 @@ fn check_field(
 /// The texts of a property that cannot receive a secret but can ask for one elsewhere:
 /// enum option titles (`oneOf`/`anyOf`, also under `items`), `enumNames`, `default`, and a
 /// boolean's or a choice's own title and description.
-/// `each` takes the text's location relative to the property, built on demand (`None` for
-/// the `default`), and the text.
-fn hidden_texts(
-    prop: &Value,
-    kind: schema::PropKind,
-    each: &mut dyn FnMut(Option<&dyn Fn() -> String>, &str),
-) {
+/// A hidden text's location relative to its property, built only for a finding; `None` for
+/// the `default`.
+type HiddenAt<'a> = Option<&'a dyn Fn() -> String>;
+
+/// `each` takes the text's location ([`HiddenAt`]) and the text.
+fn hidden_texts(prop: &Value, kind: schema::PropKind, each: &mut dyn FnMut(HiddenAt<'_>, &str)) {
     if let Some(d) = prop.get("default").and_then(Value::as_str) {
         each(None, d);
     }

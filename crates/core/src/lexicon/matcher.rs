@@ -1059,8 +1059,9 @@ impl SecretLexicon {
                 let (first, last) = (marker.chars().next(), marker.chars().next_back());
                 let before = folded[..m.start()].chars().next_back();
                 let after = folded[m.end()..].chars().next();
-                !(first.is_some_and(letter) && before.is_some_and(letter))
-                    && !(last.is_some_and(letter) && after.is_some_and(letter))
+                let glued_before = first.is_some_and(letter) && before.is_some_and(letter);
+                let glued_after = last.is_some_and(letter) && after.is_some_and(letter);
+                !(glued_before || glued_after)
             })
             .map(|m| m.start())
             .min()?;
