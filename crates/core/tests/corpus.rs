@@ -264,6 +264,16 @@ impl Tally {
             Category::Benign => part(self.cases - self.correct, self.cases),
         }
     }
+
+    /// Does the category's figure reach `bound` (at most it for false blocks, at least it
+    /// otherwise)?
+    fn reaches(&self, cat: Category, bound: f64) -> bool {
+        if cat == Category::Benign {
+            self.figure(cat) <= bound
+        } else {
+            self.figure(cat) >= bound
+        }
+    }
 }
 
 /// Per category: the cases and how many got their expected decision.
@@ -380,13 +390,8 @@ fn held_out() {
     for (c, bound) in HELD_OUT_REACHED {
         let (what, _) = c.target();
         let x = held.get(&c).copied().unwrap_or_default();
-        let ok = if c == Category::Benign {
-            x.figure(c) <= bound
-        } else {
-            x.figure(c) >= bound
-        };
         assert!(
-            ok,
+            x.reaches(c, bound),
             "held-out {}: {what} {:.4}, worse than the {bound} this revision reached",
             c.name(),
             x.figure(c)
@@ -561,13 +566,8 @@ fn corpus() {
     ] {
         let (what, _) = c.target();
         let x = by_category.get(&c).copied().unwrap_or_default();
-        let ok = if c == Category::Benign {
-            x.figure(c) <= floor
-        } else {
-            x.figure(c) >= floor
-        };
         assert!(
-            ok,
+            x.reaches(c, floor),
             "tuning {}: {what} {:.4}, past {floor}",
             c.name(),
             x.figure(c)
