@@ -11,7 +11,9 @@
 //!   repetition is unbounded (`(a+)+`, `(a|ab)*`, `(a{1,3})+`) or may run more than
 //!   [`MAX_AMBIGUOUS_REPEAT`] times (`(a|a){1,64}`: every character doubles the work), or when
 //!   such a repetition is itself repeated again (`((a|b){2}){8}`); and a backreference inside
-//!   a repeated group;
+//!   a repeated group. A group whose every pass must read a character its repetitions cannot
+//!   (`([a-z0-9-]+\.)+`, `(\.[a-z]+)*`: a host name's dots) splits the subject one way only
+//!   and is not refused;
 //! - what remains backtracks at most polynomially, about `n^(q+1)` steps for a subject of
 //!   `n` characters and `q` unbounded repetitions; a subject is tested only when
 //!   `n^(q+1)` stays under [`STEP_BUDGET`], else the answer fails closed (too costly to
@@ -95,6 +97,121 @@ struct Shape {
     exponential: bool,
 }
 
+/// The characters an atom can read: ASCII as a bitmap, anything else as one flag (two sets
+/// that both may read non-ASCII are never disjoint: the check stays conservative).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct CharSet {
+    ascii: u128,
+    other: bool,
+}
+
+impl CharSet {
+    const ALL: CharSet = CharSet {
+        ascii: u128::MAX,
+        other: true,
+    };
+
+    fn of(c: char) -> CharSet {
+        if c.is_ascii() {
+            CharSet {
+                ascii: 1u128 << (c as u32),
+                other: false,
+            }
+        } else {
+            CharSet {
+                ascii: 0,
+                other: true,
+            }
+        }
+    }
+
+    fn range(lo: char, hi: char) -> CharSet {
+        if !hi.is_ascii() || !lo.is_ascii() {
+            return CharSet::ALL;
+        }
+        let mut set = CharSet::default();
+        for c in (lo as u32)..=(hi as u32) {
+            set.ascii |= 1u128 << c;
+        }
+        set
+    }
+
+    fn union(self, other: CharSet) -> CharSet {
+        CharSet {
+            ascii: self.ascii | other.ascii,
+            other: self.other || other.other,
+        }
+    }
+
+    fn disjoint(self, other: CharSet) -> bool {
+        self.ascii & other.ascii == 0 && !(self.other && other.other)
+    }
+
+    /// What the escape `\c` reads (outside or inside a class).
+    fn escape(c: char) -> CharSet {
+        match c {
+            'd' => CharSet::range('0', '9'),
+            'w' => CharSet::range('a', 'z')
+                .union(CharSet::range('A', 'Z'))
+                .union(CharSet::range('0', '9'))
+                .union(CharSet::of('_')),
+            's' => [' ', '\t', '\n', '\r', '\x0b', '\x0c'].into_iter().fold(
+                CharSet {
+                    ascii: 0,
+                    other: true,
+                },
+                |s, c| s.union(CharSet::of(c)),
+            ),
+            'n' => CharSet::of('\n'),
+            't' => CharSet::of('\t'),
+            'r' => CharSet::of('\r'),
+            'f' => CharSet::of('\x0c'),
+            'v' => CharSet::of('\x0b'),
+            c if c.is_ascii_punctuation() => CharSet::of(c),
+            _ => CharSet::ALL,
+        }
+    }
+
+    /// What the class `[…]` in `chars[start..end]` reads; negated classes read anything.
+    fn class(chars: &[char], start: usize, end: usize) -> CharSet {
+        let body = &chars[start + 1..end - 1];
+        if body.first() == Some(&'^') {
+            return CharSet::ALL;
+        }
+        let mut set = CharSet::default();
+        let mut i = 0;
+        while i < body.len() {
+            let (item, next) = if body[i] == '\\' {
+                match body.get(i + 1) {
+                    Some(e) => (Err(CharSet::escape(*e)), i + 2),
+                    None => return CharSet::ALL,
+                }
+            } else {
+                (Ok(body[i]), i + 1)
+            };
+            match item {
+                Ok(lo) if body.get(next) == Some(&'-') && next + 1 < body.len() => {
+                    let hi = body[next + 1];
+                    if hi == '\\' {
+                        return CharSet::ALL;
+                    }
+                    set = set.union(CharSet::range(lo, hi));
+                    i = next + 2;
+                }
+                Ok(c) => {
+                    set = set.union(CharSet::of(c));
+                    i = next;
+                }
+                Err(escaped) => {
+                    set = set.union(escaped);
+                    i = next;
+                }
+            }
+        }
+        set
+    }
+}
+
 /// One open group during the scan.
 #[derive(Debug, Default)]
 struct Group {
@@ -105,9 +222,40 @@ struct Group {
     /// A group holding a choice, repeated: its paths multiply already.
     has_ambiguous_repeat: bool,
     has_backref: bool,
+    /// Everything the group (or plain atom) can read.
+    reads: CharSet,
+    /// What its repetitions of variable count can read.
+    repeated: CharSet,
+    /// Single characters every pass must read, at the group's own level (`\.` in
+    /// `([a-z]+\.)`).
+    delimiters: Vec<CharSet>,
+    /// A plain atom of one character whose set was pushed as a delimiter of the enclosing
+    /// group (withdrawn if a quantifier makes it optional or repeated).
+    delimiter: bool,
 }
 
 impl Group {
+    /// Every pass must read a character its repetitions cannot: passes split the subject
+    /// one way only, whatever the repetitions inside do.
+    fn delimited(&self) -> bool {
+        !self.has_alternation
+            && !self.has_ambiguous_repeat
+            && !self.has_backref
+            && self.delimiters.iter().any(|d| d.disjoint(self.repeated))
+    }
+
+    /// A plain atom of one character reading `reads`, found at this group's level: it reads
+    /// into the group and is one of its delimiters until a quantifier says otherwise.
+    fn add_atom(&mut self, reads: CharSet) -> Group {
+        self.reads = self.reads.union(reads);
+        self.delimiters.push(reads);
+        Group {
+            reads,
+            delimiter: true,
+            ..Group::default()
+        }
+    }
+
     /// Holds a choice point that backtracking may revisit.
     fn ambiguous(&self) -> bool {
         self.has_unbounded || self.has_alternation || self.has_variable
@@ -145,16 +293,25 @@ impl Shape {
                     if backref {
                         stack.last_mut()?.has_backref = true;
                     }
-                    last = Some(Group {
-                        has_backref: backref,
-                        ..Group::default()
+                    last = Some(if backref {
+                        Group {
+                            has_backref: true,
+                            reads: CharSet::ALL,
+                            ..Group::default()
+                        }
+                    } else if matches!(next, 'b' | 'B') {
+                        // Assertions read nothing.
+                        Group::default()
+                    } else {
+                        stack.last_mut()?.add_atom(CharSet::escape(next))
                     });
                     i += 2;
                     continue;
                 }
                 '[' => {
-                    i = class_end(&chars, i)?;
-                    last = Some(Group::default());
+                    let end = class_end(&chars, i)?;
+                    last = Some(stack.last_mut()?.add_atom(CharSet::class(&chars, i, end)));
+                    i = end;
                     continue;
                 }
                 '(' => {
@@ -178,6 +335,8 @@ impl Shape {
                     parent.has_variable |= g.has_variable;
                     parent.has_ambiguous_repeat |= g.has_ambiguous_repeat;
                     parent.has_backref |= g.has_backref;
+                    parent.reads = parent.reads.union(g.reads);
+                    parent.repeated = parent.repeated.union(g.repeated);
                     last = Some(g);
                 }
                 '|' => {
@@ -187,6 +346,16 @@ impl Shape {
                 '*' | '+' | '?' | '{' => {
                     let (count, end) = quantifier(&chars, i)?;
                     if let Some(atom) = last.take() {
+                        let group = stack.last_mut()?;
+                        let fixed = count.min >= 1 && count.max == Some(count.min);
+                        if atom.delimiter && !fixed {
+                            group.delimiters.pop();
+                        }
+                        if count.max.is_none_or(|max| max > count.min) {
+                            group.repeated = group.repeated.union(atom.reads);
+                        }
+                        // A choice that every pass delimits backtracks polynomially.
+                        let ambiguous = atom.ambiguous() && !atom.delimited();
                         let repeats = count.max.is_none_or(|max| max >= 2);
                         if atom.has_backref && repeats {
                             shape.exponential = true;
@@ -198,13 +367,13 @@ impl Shape {
                         match count.max {
                             None => {
                                 shape.unbounded += 1;
-                                if atom.ambiguous() {
+                                if ambiguous {
                                     shape.exponential = true;
                                 }
                                 group.has_unbounded = true;
                             }
                             Some(max) => {
-                                if repeats && atom.ambiguous() {
+                                if repeats && ambiguous {
                                     if max > MAX_AMBIGUOUS_REPEAT {
                                         shape.exponential = true;
                                     }
@@ -219,7 +388,10 @@ impl Shape {
                     i = end;
                     continue;
                 }
-                _ => last = Some(Group::default()),
+                // Anchors read nothing.
+                '^' | '$' => last = Some(Group::default()),
+                '.' => last = Some(stack.last_mut()?.add_atom(CharSet::ALL)),
+                c => last = Some(stack.last_mut()?.add_atom(CharSet::of(c))),
             }
             i += 1;
         }
@@ -364,6 +536,36 @@ mod tests {
             r"^\d{4}-\d{2}-\d{2}$",
         ] {
             assert!(EcmaPattern::compile(bounded).is_ok(), "{bounded}");
+        }
+    }
+
+    #[test]
+    fn a_pass_delimited_by_a_character_its_repetitions_cannot_read_is_polynomial() {
+        // Host names and dotted names: each pass ends at a dot the repetitions cannot read.
+        for delimited in [
+            r"^([a-z0-9-]+\.)+[a-z]{2,}$",
+            r"^[a-z0-9]+(\.[a-z0-9-]+)*$",
+            r"^(a*b)*$",
+            r"^([\w-]+@)+x$",
+            r"^((a+\.)+b)+$",
+        ] {
+            assert!(EcmaPattern::compile(delimited).is_ok(), "{delimited}");
+        }
+        // The delimiter is readable by the repetition, optional, or one of alternatives.
+        for ambiguous in [
+            r"^(.+\.)+$",
+            r"^([a-z.]+\.)+$",
+            r"^(a+b?)+$",
+            r"^(\w+\.?)+$",
+            r"^((a|b)+\.)+$",
+            r"^([^.]+\.)+$",
+            r"^(a+a)+$",
+        ] {
+            assert_eq!(
+                EcmaPattern::compile(ambiguous).err(),
+                Some(Refused::Exponential),
+                "{ambiguous}"
+            );
         }
     }
 
