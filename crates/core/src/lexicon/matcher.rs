@@ -1214,8 +1214,13 @@ impl SecretLexicon {
                 }
             };
             // "Never share your seed phrase", "Do not include your password": a warning.
-            let cue_ok =
-                cue_ok && (role == Role::Label || !self.negated(&keys[lo..hi], i - lo, len));
+            // A label undoes only a prohibited request ("não informe sua senha").
+            let cue_ok = cue_ok
+                && if role == Role::Label {
+                    !self.prohibited(&keys[lo..hi], i - lo)
+                } else {
+                    !self.negated(&keys[lo..hi], i - lo, len)
+                };
             if homoglyph_ok && cue_ok {
                 return (Some(term), suppressed_seen);
             }
@@ -1649,11 +1654,16 @@ impl SecretLexicon {
                 }
             }
         }
-        // A prohibited request covers its whole list: "Do not paste API keys, tokens or the
-        // contents of .env files", "never share my MFA codes or password" — a negation up
-        // to three words before a request verb ("Jangan sekali-kali masukkan nombor kad"),
-        // with no other request verb up to the term.
-        // A negating verb ("redact API keys and authorization headers") covers its list too.
+        self.prohibited(keys, i)
+    }
+
+    /// A prohibited request covers its whole list: "Do not paste API keys, tokens or the
+    /// contents of .env files", "never share my MFA codes or password" — a negation up to
+    /// three words before a request verb ("Jangan sekali-kali masukkan nombor kad"), with no
+    /// other request verb up to the term. A negating verb ("redact API keys and
+    /// authorization headers") covers its list too. Labels read it as well: "Conte mais (não
+    /// informe sua senha)".
+    fn prohibited(&self, keys: &[&str], i: usize) -> bool {
         let verb = |w: &str| self.ctx.cues.contains(w) && !self.ctx.linkers.contains(w);
         let negation = |w: &str| self.ctx.negations.contains(w);
         let Some(v) = keys[..i].iter().rposition(|w| verb(w) || negation(w)) else {
@@ -1745,9 +1755,11 @@ impl SecretLexicon {
     /// A negation just before the term or, for verb-final languages, just after it
     /// (`请勿分享密码`, `パスワードを入力しないで`): a warning, not a request.
     fn compact_negated(&self, c: &str, start: usize, end: usize) -> bool {
-        // Bytes: compact scripts take three per character, so about eight characters.
+        // Bytes: compact scripts take three per character: about eight characters before
+        // the term, sixteen after.
         const BEFORE: usize = 24;
-        const AFTER: usize = 30;
+        // After: a verb phrase may stand between ("비밀번호를 닉네임으로 사용하지 마세요").
+        const AFTER: usize = 48;
         let Some(ac) = &self.compact_negations else {
             return false;
         };
