@@ -201,6 +201,7 @@ struct Context {
     relatives: HashSet<String>,
     postpositions: HashSet<String>,
     auxiliaries: HashSet<String>,
+    negations_after: HashSet<String>,
     /// Folded clitic prefixes, longest first.
     clitics: Vec<String>,
 }
@@ -748,6 +749,7 @@ impl SecretLexicon {
                 relatives: folded_set(&data.relatives),
                 postpositions: folded_set(&data.postpositions),
                 auxiliaries: folded_set(&data.auxiliaries),
+                negations_after: folded_set(&data.negations_after),
                 compact_units: folded_set(&data.units)
                     .into_iter()
                     .filter(|u| has_compact_char(u))
@@ -1629,16 +1631,19 @@ impl SecretLexicon {
     /// "never share my login credentials", "do not include your seed phrase", "we will
     /// never ask for your PIN"; not "don't worry, just enter your password".
     fn negated(&self, keys: &[&str], i: usize, len: usize) -> bool {
-        // Verb-final clauses negate after the verb, closing the sentence: "আপনার পাসওয়ার্ড
+        // Verb-final clauses negate after the verb, closing the sentence within three words
+        // (five for the negative imperatives listed as `negations_after`): "আপনার পাসওয়ার্ড
         // লিখবেন না" (do not write your password), "पासवर्ड दर्ज न करें". Only in scripts of
         // the verb-final languages: a Latin word closing an English sentence after the term
-        // ("printed next to the signature strip") is no negation of it.
+        // ("printed next to the signature strip") is no negation of it; Turkish, written in
+        // Latin letters, lists its own (`negations_after`: "Şifrenizi buraya yazmayın").
         let end = keys.len();
-        if end > i + len
-            && end <= i + len + 3
-            && keys[i + len..]
-                .iter()
-                .any(|w| !w.is_ascii() && self.ctx.negations.contains(*w))
+        let tail = keys.get(i + len..).unwrap_or_default();
+        let closing = |words: usize, negation: &dyn Fn(&str) -> bool| {
+            end > i + len && end <= i + len + words && tail.iter().any(|w| negation(w))
+        };
+        if closing(3, &|w| !w.is_ascii() && self.ctx.negations.contains(w))
+            || closing(5, &|w| self.ctx.negations_after.contains(w))
         {
             return true;
         }

@@ -171,6 +171,9 @@ pub struct Data {
     /// with no request verb, asks about the secret it names ("Do you use the same password
     /// anywhere else?").
     pub auxiliaries: Vec<&'static str>,
+    /// Negative imperatives that close a verb-final sentence up to five words after the term
+    /// (`yazmayın`, `değil`, `نکنید`).
+    pub negations_after: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
     pub senses: Vec<Sense>,
@@ -345,6 +348,7 @@ impl Data {
                 "relatives" => Some(&mut self.relatives),
                 "postpositions" => Some(&mut self.postpositions),
                 "auxiliaries" => Some(&mut self.auxiliaries),
+                "negations_after" => Some(&mut self.negations_after),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
                 _ => None,
