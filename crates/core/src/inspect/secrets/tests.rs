@@ -741,3 +741,16 @@ fn an_exact_term_keeps_its_accents() {
         assert!(label(plain).is_none(), "{plain}");
     }
 }
+
+#[test]
+fn negative_imperatives_after_the_term_warn() {
+    for warning in [
+        "Sorunu açıklayın. Şifrenizi buraya yazmayın.",
+        "مشکل خود را شرح دهید. رمز عبور خود را اینجا وارد نکنید.",
+        "Conte mais (não informe sua senha)",
+    ] {
+        assert!(prose(warning).is_none(), "{warning}");
+    }
+    assert!(label("Conte mais (não informe sua senha)").is_none());
+    assert!(prose("בחרו משפט סיסמה שתזכרו – לא נוכל לשחזר אותו.").is_some());
+}
