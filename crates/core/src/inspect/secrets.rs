@@ -240,13 +240,17 @@ enum Holds {
     /// but the month or year of a card's expiry.
     TwoDigits,
     /// A number labelled with a unit or a count ("Days until a password must be changed",
-    /// "Number of users without MFA"): a quantity, or the month or year of a card's expiry.
+    /// "Number of users without MFA", "Remind me this many days before my card expires"): a
+    /// quantity, no secret (months and years are no units here).
     Quantity,
     /// `format: date|date-time|time`: a date, so at most a card's expiry.
     Date,
-    /// `format: email|hostname|ipv4|ipv6|uuid`: an address or identifier, no secret (a URI
-    /// can carry a password, so it stays text).
+    /// `format: email|hostname|ipv4|ipv6|uuid`: an address or identifier, no secret.
     Address,
+    /// `format: uri`: a link, which carries a password only as credentials in it
+    /// (`postgres://user:pass@host`, "Database URL"); a link to a password-reset page or a
+    /// webhook for expiring tokens holds none.
+    Link,
 }
 
 impl Holds {
@@ -269,6 +273,7 @@ impl Holds {
         match prop.get("format").and_then(Value::as_str) {
             Some(f) if DATE_FORMATS.contains(&f) => Holds::Date,
             Some("email" | "idn-email" | "hostname" | "ipv4" | "ipv6" | "uuid") => Holds::Address,
+            Some("uri" | "iri" | "uri-reference" | "iri-reference") => Holds::Link,
             _ if ["title", "description"].iter().any(|k| {
                 prop.get(*k)
                     .and_then(Value::as_str)
@@ -287,9 +292,10 @@ impl Holds {
             Holds::Number => numeric_concept(c),
             Holds::ThreeDigits => c == Category::Cvv,
             Holds::TwoDigits => c == Category::CardExpiry,
-            Holds::Quantity => c == Category::CardExpiry,
+            Holds::Quantity => false,
             Holds::Date => c == Category::CardExpiry,
             Holds::Address => false,
+            Holds::Link => matches!(c, Category::Credentials | Category::Custom),
         }
     }
 }
