@@ -402,9 +402,9 @@ fn held_out() {
 /// What this revision reaches on the held-out half, rounded to the worse side (docs/policy.md
 /// says which targets that meets): a change that does worse fails here.
 const HELD_OUT_REACHED: [(Category, f64); 3] = [
-    (Category::Secret, 0.975),
-    (Category::Benign, 0.023),
-    (Category::Hard, 0.930),
+    (Category::Secret, 0.979),
+    (Category::Benign, 0.013),
+    (Category::Hard, 0.938),
 ];
 
 /// Files whose every case must be exact (hand-curated regressions).
