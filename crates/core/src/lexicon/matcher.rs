@@ -1632,7 +1632,8 @@ impl SecretLexicon {
     /// never ask for your PIN"; not "don't worry, just enter your password".
     fn negated(&self, keys: &[&str], i: usize, len: usize) -> bool {
         // Verb-final clauses negate after the verb, closing the sentence within three words
-        // (five for the negative imperatives listed as `negations_after`): "আপনার পাসওয়ার্ড
+        // (eight for the negative imperatives listed as `negations_after`, which end the
+        // sentence or come right before its verb): "আপনার পাসওয়ার্ড
         // লিখবেন না" (do not write your password), "पासवर्ड दर्ज न करें". Only in scripts of
         // the verb-final languages: a Latin word closing an English sentence after the term
         // ("printed next to the signature strip") is no negation of it; Turkish, written in
@@ -1642,9 +1643,14 @@ impl SecretLexicon {
         let closing = |words: usize, negation: &dyn Fn(&str) -> bool| {
             end > i + len && end <= i + len + words && tail.iter().any(|w| negation(w))
         };
-        if closing(3, &|w| !w.is_ascii() && self.ctx.negations.contains(w))
-            || closing(5, &|w| self.ctx.negations_after.contains(w))
-        {
+        // A negative imperative closes the sentence (last word or before its verb), past a
+        // list of what not to write: "कृपया यहाँ PIN, OTP या कार्ड नंबर न लिखें".
+        let imperative = end > i + len
+            && end <= i + len + 8
+            && keys[end.saturating_sub(2)..]
+                .iter()
+                .any(|w| self.ctx.negations_after.contains(*w));
+        if closing(3, &|w| !w.is_ascii() && self.ctx.negations.contains(w)) || imperative {
             return true;
         }
         let mut others = 0;

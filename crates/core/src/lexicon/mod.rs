@@ -171,8 +171,8 @@ pub struct Data {
     /// with no request verb, asks about the secret it names ("Do you use the same password
     /// anywhere else?").
     pub auxiliaries: Vec<&'static str>,
-    /// Negative imperatives that close a verb-final sentence up to five words after the term
-    /// (`yazmayın`, `değil`, `نکنید`).
+    /// Negations that close a verb-final sentence, as its last word or the one before its
+    /// verb, up to eight words after the term (`yazmayın`, `değil`, `نکنید`, `न`).
     pub negations_after: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,

@@ -754,3 +754,15 @@ fn negative_imperatives_after_the_term_warn() {
     assert!(label("Conte mais (não informe sua senha)").is_none());
     assert!(prose("בחרו משפט סיסמה שתזכרו – לא נוכל לשחזר אותו.").is_some());
 }
+
+#[test]
+fn a_negative_imperative_closing_a_list_warns() {
+    for warning in [
+        "कृपया यहाँ PIN, OTP या कार्ड नंबर न लिखें",
+        "یہاں PIN، OTP یا مکمل کارڈ نمبر نہ لکھیں",
+        "এখানে পিন, OTP বা পাসওয়ার্ড লিখবেন না",
+    ] {
+        assert!(prose(warning).is_none(), "{warning}");
+    }
+    assert!(prose("कृपया अपना PIN यहाँ लिखें").is_some());
+}
