@@ -115,10 +115,9 @@ pub(crate) fn check_form(
         let holds = Holds::of(name, prop, kind, lexicon);
         let own = kind.is_free_input() && {
             let title = prop.get("title").and_then(Value::as_str);
-            let question = |t: &str| t.trim_end().ends_with(['?', '？', '؟']);
             lexicon.names_content(name)
                 || title.is_some_and(|t| {
-                    if holds == Holds::Text && question(t) {
+                    if holds == Holds::Text && text::is_question(t) {
                         lexicon.asks_circumstance(t)
                     } else {
                         lexicon.names_content(t)
@@ -143,7 +142,7 @@ pub(crate) fn check_form(
                 let blank = t.trim_end().ends_with([':', '：', '=']) || t.contains("__");
                 if blank {
                     Role::Label
-                } else if own && !t.trim_end().ends_with(['?', '？', '؟']) {
+                } else if own && !text::is_question(t) {
                     Role::Hidden
                 } else {
                     Role::Prose

@@ -829,7 +829,7 @@ impl SecretLexicon {
     /// found only as an attribute. A field so named asks for no secret, whatever its title
     /// repeats.
     pub fn scan_detail(&self, text: &str, role: Role) -> (Option<Match<'_>>, bool) {
-        if role == Role::Hidden && text.trim_end().ends_with(['?', '？', '؟']) {
+        if role == Role::Hidden && text::is_question(text) {
             // A question in a checkbox or an option ("Forgot your password?") asks about the
             // secret, not for it.
             return (None, false);
@@ -991,7 +991,7 @@ impl SecretLexicon {
         text::words(text).iter().any(|w| {
             !(ctx.blank.contains(&w.folded)
                 || ctx.linkers.contains(&w.folded)
-                || w.folded.bytes().all(|b| b.is_ascii_digit()))
+                || is_number(&w.folded))
         })
     }
 
@@ -1400,15 +1400,14 @@ impl SecretLexicon {
         // itself must come first.
         if keys.get(1).is_some_and(|w| ctx.copulas.contains(*w)) {
             let next = (1..i).find(|&j| !ctx.copulas.contains(keys[j]));
-            let number = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
             let verb_between =
-                next.is_some_and(|j| !(ctx.linkers.contains(keys[j]) || number(keys[j])));
+                next.is_some_and(|j| !(ctx.linkers.contains(keys[j]) || is_number(keys[j])));
             return verb_between
                 || (i + len + 1 == keys.len() && ctx.linkers.contains(keys[i + len]));
         }
         !prose
             && keys[1..i].iter().any(|w| {
-                let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+                let number = is_number(w);
                 !(ctx.linkers.contains(*w) || number)
             })
     }
@@ -1478,9 +1477,7 @@ impl SecretLexicon {
         }
         // "password policy", "password min length" — but not "Password (min 8 characters)",
         // where the meta word counts the characters of the requested secret.
-        let counted = keys
-            .get(i + len + 1)
-            .is_some_and(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_digit()));
+        let counted = keys.get(i + len + 1).is_some_and(|w| is_number(w));
         // Past a postposition the property follows its possessor: "टोकन का स्वामी" (the
         // token's owner), "ٹوکن کا مالک".
         let after = match keys.get(i + len) {
@@ -1522,7 +1519,7 @@ impl SecretLexicon {
                 // "Nombre y contraseña": the name and the password, not the password's name.
                 return false;
             }
-            let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+            let number = is_number(w);
             if (ctx.linkers.contains(w) || number) && skipped < 3 {
                 skipped += 1;
                 continue;
@@ -1566,7 +1563,7 @@ impl SecretLexicon {
             if ctx.cues.contains(*w) {
                 return true;
             }
-            let number = !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit());
+            let number = is_number(w);
             if !(ctx.linkers.contains(*w) || number) {
                 counted += 1;
                 if counted >= 3 {
@@ -1588,7 +1585,7 @@ impl SecretLexicon {
             || keys[i.saturating_sub(12)..i]
                 .iter()
                 .rev()
-                .filter(|w| !w.bytes().all(|b| b.is_ascii_digit()))
+                .filter(|w| !is_number(w))
                 .take(6)
                 .any(cue)
     }
@@ -1617,7 +1614,7 @@ impl SecretLexicon {
             if verb(w) {
                 return true;
             }
-            if !w.bytes().all(|b| b.is_ascii_digit()) {
+            if !is_number(w) {
                 counted += 1;
                 if counted >= 6 {
                     return false;
@@ -1805,6 +1802,12 @@ impl SecretLexicon {
             .find_iter(c)
             .any(|m| m.end() >= lo && m.start() <= hi)
     }
+}
+
+/// A word of digits only ("4" of "4-digit", a year): skipped where cues and role words are
+/// counted.
+fn is_number(w: &str) -> bool {
+    !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// Lower-case Cyrillic and Greek letters that look like Latin ones (after folding): a word

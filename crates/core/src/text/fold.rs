@@ -291,6 +291,11 @@ pub(crate) fn words(text: &str) -> Vec<Word> {
     words_normalized(&nfkc(text))
 }
 
+/// Does `text` end with a question mark (`?`, `？`, `؟`)?
+pub(crate) fn is_question(text: &str) -> bool {
+    text.trim_end().ends_with(['?', '？', '؟'])
+}
+
 /// [`words`] of a text [`normalize`] has already read.
 pub(crate) fn words_normalized(text: &str) -> Vec<Word> {
     if text.is_ascii() {

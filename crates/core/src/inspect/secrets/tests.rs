@@ -13,6 +13,34 @@ fn prose(s: &str) -> Option<String> {
     lex().scan(s, Role::Prose).map(|m| m.detector.to_string())
 }
 
+/// Every label asks for a secret.
+fn labels_ask(texts: &[&str]) {
+    for t in texts {
+        assert!(label(t).is_some(), "{t}");
+    }
+}
+
+/// No label asks for a secret.
+fn labels_ask_none(texts: &[&str]) {
+    for t in texts {
+        assert!(label(t).is_none(), "{t}");
+    }
+}
+
+/// Every text, read as prose, asks for a secret.
+fn prose_asks(texts: &[&str]) {
+    for t in texts {
+        assert!(prose(t).is_some(), "{t}");
+    }
+}
+
+/// No text, read as prose, asks for a secret.
+fn prose_asks_none(texts: &[&str]) {
+    for t in texts {
+        assert!(prose(t).is_none(), "{t}");
+    }
+}
+
 #[test]
 fn builtin_lexicon_builds() {
     assert!(SecretLexicon::build(&[]).is_ok());
@@ -128,7 +156,7 @@ fn detector_names_carry_category_and_language() {
 
 #[test]
 fn multilingual_terms() {
-    for t in [
+    labels_ask(&[
         "密码",
         "密碼",
         "密钥",
@@ -167,9 +195,7 @@ fn multilingual_terms() {
         "アクセストークン",
         "비밀번호",
         "пароль",
-    ] {
-        assert!(label(t).is_some(), "{t}");
-    }
+    ]);
 }
 
 #[test]
@@ -542,29 +568,23 @@ fn a_title_restating_the_name_in_a_benign_sense_overrules_it() {
 #[test]
 fn a_conjunction_joins_two_things_not_a_property() {
     // A role word before a conjunction names the other thing of a pair.
-    for ask in [
+    labels_ask(&[
         "Name and password",
         "Nombre y contraseña",
         "Имя и пароль",
         "Nom et mot de passe",
-    ] {
-        assert!(label(ask).is_some(), "{ask}");
-    }
-    for about in ["Name of the password", "Reason for revoking the token"] {
-        assert!(label(about).is_none(), "{about}");
-    }
+    ]);
+    labels_ask_none(&["Name of the password", "Reason for revoking the token"]);
 }
 
 #[test]
 fn where_a_secret_is_kept_is_no_secret() {
-    for about in [
+    labels_ask_none(&[
         "Ruta en Vault de la contraseña de la base de datos",
         "Chemin du mot de passe dans le coffre-fort Vault",
         "Vault-Pfad des Datenbankpassworts",
         "Path to the DB password in Vault",
-    ] {
-        assert!(label(about).is_none(), "{about}");
-    }
+    ]);
     assert!(label("Database password").is_some());
 }
 
@@ -640,7 +660,7 @@ fn a_number_labelled_with_a_unit_holds_a_quantity() {
 
 #[test]
 fn questions_relatives_and_postpositions_make_a_label_about_the_secret() {
-    for about in [
+    labels_ask_none(&[
         "Who will hold the emergency admin credentials?",
         "À quand remonte le dernier changement de votre mot de passe ?",
         "Πού φυλάσσεται το μυστικό;",
@@ -648,64 +668,48 @@ fn questions_relatives_and_postpositions_make_a_label_about_the_secret() {
         "Host where the certificate's private key is installed",
         "टोकन का स्वामी",
         "Kartınızın son 4 hanesi",
-    ] {
-        assert!(label(about).is_none(), "{about}");
-    }
-    for ask in [
+    ]);
+    labels_ask(&[
         "What is your online banking password?",
         "Kata sandi saat ini",
         "A password you used on this account before",
         "Citizen service number (BSN)",
-    ] {
-        assert!(label(ask).is_some(), "{ask}");
-    }
+    ]);
     assert!(prose("What's this token for?").is_none());
 }
 
 #[test]
 fn cues_reach_past_articles_and_numbers_and_negations_close_verb_final_sentences() {
-    for ask in [
+    prose_asks(&[
         "Type your 4-digit banking PIN to authorise this payment",
         "Bitte geben Sie das soeben erzeugte Token ein",
         "আপনি এইমাত্র যে টোকেন তৈরি করেছেন সেটি নিচের ঘরে পেস্ট করুন।",
-    ] {
-        assert!(prose(ask).is_some(), "{ask}");
-    }
-    for warning in [
+    ]);
+    prose_asks_none(&[
         "দয়া করে এখানে আপনার পাসওয়ার্ড লিখবেন না",
         "पूरा कार्ड नंबर कभी न डालें।",
         "Jangan sekali-kali masukkan nombor kad penuh dalam borang ini.",
-    ] {
-        assert!(prose(warning).is_none(), "{warning}");
-    }
+    ]);
 }
 
 #[test]
 fn a_hash_after_a_word_reads_number() {
-    for ask in ["Card #", "CC#", "Acct #:"] {
-        assert!(label(ask).is_some(), "{ask}");
-    }
-    for plain in ["Order # (from your receipt)", "#hashtag", "C# developer"] {
-        assert!(label(plain).is_none(), "{plain}");
-    }
+    labels_ask(&["Card #", "CC#", "Acct #:"]);
+    labels_ask_none(&["Order # (from your receipt)", "#hashtag", "C# developer"]);
 }
 
 #[test]
 fn a_head_noun_joined_by_a_preposition_or_a_compact_property_phrase_is_about() {
-    for about in [
+    labels_ask_none(&[
         "Secret Manager reference for the client secret",
         "Comment for your PIN",
         "令牌的用途",
-    ] {
-        assert!(label(about).is_none(), "{about}");
-    }
-    for ask in [
+    ]);
+    labels_ask(&[
         "Team API token",
         "Password for the account",
         "Date de fin de validité de votre carte",
-    ] {
-        assert!(label(ask).is_some(), "{ask}");
-    }
+    ]);
 }
 
 #[test]
@@ -718,51 +722,39 @@ fn yes_no_question_labels_and_relative_clauses_in_prose_are_about() {
 
 #[test]
 fn whose_secret_is_asked_is_no_property_of_it() {
-    for ask in [
+    labels_ask(&[
         "Owner's SSN",
         "Owner PIN",
         "Co-owner IBAN",
         "Owner's bank account number",
-    ] {
-        assert!(label(ask).is_some(), "{ask}");
-    }
-    for about in ["Owner of the API key", "API key owner"] {
-        assert!(label(about).is_none(), "{about}");
-    }
+    ]);
+    labels_ask_none(&["Owner of the API key", "API key owner"]);
 }
 
 #[test]
 fn an_exact_term_keeps_its_accents() {
     // "Số thẻ" (card number) folds to English "so the": matched as written, ending a label.
-    for ask in ["Số thẻ", "Số thẻ (16 chữ số)"] {
-        assert!(label(ask).is_some(), "{ask}");
-    }
-    for plain in ["Số thẻ thành viên", "So the order ships"] {
-        assert!(label(plain).is_none(), "{plain}");
-    }
+    labels_ask(&["Số thẻ", "Số thẻ (16 chữ số)"]);
+    labels_ask_none(&["Số thẻ thành viên", "So the order ships"]);
 }
 
 #[test]
 fn negative_imperatives_after_the_term_warn() {
-    for warning in [
+    prose_asks_none(&[
         "Sorunu açıklayın. Şifrenizi buraya yazmayın.",
         "مشکل خود را شرح دهید. رمز عبور خود را اینجا وارد نکنید.",
         "Conte mais (não informe sua senha)",
-    ] {
-        assert!(prose(warning).is_none(), "{warning}");
-    }
+    ]);
     assert!(label("Conte mais (não informe sua senha)").is_none());
     assert!(prose("בחרו משפט סיסמה שתזכרו – לא נוכל לשחזר אותו.").is_some());
 }
 
 #[test]
 fn a_negative_imperative_closing_a_list_warns() {
-    for warning in [
+    prose_asks_none(&[
         "कृपया यहाँ PIN, OTP या कार्ड नंबर न लिखें",
         "یہاں PIN، OTP یا مکمل کارڈ نمبر نہ لکھیں",
         "এখানে পিন, OTP বা পাসওয়ার্ড লিখবেন না",
-    ] {
-        assert!(prose(warning).is_none(), "{warning}");
-    }
+    ]);
     assert!(prose("कृपया अपना PIN यहाँ लिखें").is_some());
 }
