@@ -126,6 +126,11 @@ impl Hits {
         }
     }
 
+    /// How many findings are kept so far.
+    pub(crate) fn count(&self) -> usize {
+        self.findings.len()
+    }
+
     /// Record a match. Duplicate (rule, location, detector) triples are kept once.
     pub(crate) fn add(
         &mut self,

@@ -50,6 +50,8 @@ mod step {
     pub const SPLIT: &str = "the field's name and title read together name a secret";
     pub const FORM_TEXT: &str =
         "the form's message or title asks for a secret, and one of its inputs can hold it";
+    pub const EXPIRY: &str =
+        "the field's label names an expiry, and the form names a payment card or the field a month/year format";
 }
 
 /// A finding of `form.secret` for match `m`, explained by `because`.
@@ -82,6 +84,8 @@ pub(crate) fn check_form(
     // take what they name ("Thanks for changing your password — rate us" asks for a number).
     let mut room = Room::default();
     let mut inputs = 0usize;
+    // Inputs labelled with an expiry and nothing else found ([`card_expiries`]).
+    let mut expiries: Vec<(String, &Value)> = Vec::new();
     for (name, prop) in props {
         if !allow.is_empty() && allow.contains(&text::fold(&text::nfkc(name))) {
             continue;
@@ -128,6 +132,15 @@ pub(crate) fn check_form(
         // password is: "): prose, as if the field's description, unless the field names what
         // it holds ("Subject" pre-filled with "Forgot my password"). Elsewhere a hidden text.
         let free = kind.is_free_input();
+        // A label that says anything of what the field holds ("Query", "Match regex") makes
+        // its default that content pre-filled too (`service:auth "invalid password"`); only
+        // under a blank label (`value`, untitled) is a default the text to complete.
+        let labelled = own
+            || lexicon.names_something(name)
+            || prop
+                .get("title")
+                .and_then(Value::as_str)
+                .is_some_and(|t| lexicon.names_something(t));
         hidden_texts(prop, kind, &mut |at, t| {
             // A default without a space is a value or an identifier (`OPENAI_API_KEY`), not
             // a sentence to complete.
@@ -142,7 +155,7 @@ pub(crate) fn check_form(
                 let blank = t.trim_end().ends_with([':', '：', '=']) || t.contains("__");
                 if blank {
                     Role::Label
-                } else if own && !text::is_question(t) {
+                } else if labelled && !text::is_question(t) {
                     Role::Hidden
                 } else {
                     Role::Prose
@@ -167,7 +180,20 @@ pub(crate) fn check_form(
             holds,
             own,
         };
-        if check_field(&field, message, lexicon, &loc(), hits) {
+        let before = hits.count();
+        // A count ("Days before expiry") is no card's expiry.
+        let expiry_label = |t: &str| lexicon.names_expiry(t) && !lexicon.names_quantity(t);
+        let labelled_expiry = holds.fits(Category::CardExpiry)
+            && (expiry_label(name)
+                || prop
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .is_some_and(expiry_label));
+        let fits = check_field(&field, message, lexicon, &loc(), hits);
+        if labelled_expiry && hits.count() == before {
+            expiries.push((loc(), prop));
+        }
+        if fits {
             // An input labelled with what it holds is not a blank the message can fill with
             // a secret it names in passing.
             if !named_format(prop) {
@@ -175,6 +201,7 @@ pub(crate) fn check_form(
             }
         }
     }
+    card_expiries(&expiries, schema, message, lexicon, hits);
     // The message fills only blank inputs: one labelled with what it holds ("Feedback",
     // `order_number`), or shaped as an address or an identifier (`format: email`), says what
     // it takes, whatever secret the message names.
@@ -222,6 +249,61 @@ pub(crate) fn check_form(
     };
     if let Some(m) = message.and_then(asked) {
         record(hits, lexicon, "message".into(), &m, step::FORM_TEXT);
+    }
+}
+
+/// A card's expiry asked by context: an input that can hold it, labelled with an expiry or
+/// a validity alone ("Date d'expiration", "Son kullanma tarihi", `有効期限（月）`), asks for a
+/// card's when its own texts write a month/year format (`MM/AA`, "Monat/Jahr", a pattern of
+/// months) or the form names a payment card anywhere ("Complétez les informations de votre
+/// carte bancaire"). A membership's or a document's expiry on a form without a card passes.
+fn card_expiries(
+    expiries: &[(String, &Value)],
+    schema: &Value,
+    message: Option<&str>,
+    lexicon: &SecretLexicon,
+    hits: &mut Hits,
+) {
+    if expiries.is_empty() {
+        return;
+    }
+    fn own_texts(prop: &Value) -> impl Iterator<Item = &str> {
+        ["title", "description"]
+            .into_iter()
+            .filter_map(|k| prop.get(k).and_then(Value::as_str))
+    }
+    let months = |prop: &Value| {
+        own_texts(prop).any(|t| lexicon.shows_month_year(t))
+            || prop
+                .get("pattern")
+                .and_then(Value::as_str)
+                .is_some_and(|p| p.contains("0[1-9]|1[0-2]") || p.contains("0[1-9]|1[012]"))
+    };
+    let card = || {
+        let form = [message, schema.get("title").and_then(Value::as_str)]
+            .into_iter()
+            .flatten()
+            .chain(schema.get("description").and_then(Value::as_str));
+        let fields = schema::properties(schema)
+            .into_iter()
+            .flatten()
+            .flat_map(|(name, p)| std::iter::once(name.as_str()).chain(own_texts(p)));
+        form.chain(fields).any(|t| lexicon.names_card(t))
+    };
+    let mut named_card = None;
+    for (at, prop) in expiries {
+        if months(prop) || *named_card.get_or_insert_with(card) {
+            let why = Why {
+                because: step::EXPIRY,
+                term: None,
+            };
+            hits.explain(
+                RuleId::FormSecret,
+                at.clone(),
+                "secret.context:card_expiry",
+                why,
+            );
+        }
     }
 }
 

@@ -32,6 +32,7 @@ use std::sync::{Arc, LazyLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
+use super::classes::WordClass;
 use super::{Category, Data, Strength};
 use crate::text::fold::{self as text, Word};
 
@@ -237,6 +238,10 @@ pub struct SecretLexicon {
     compact_linkers: Vec<String>,
     /// Interrogatives of circumstance of those scripts (`いつ`, `什么时候`, `언제`).
     compact_circumstances: Option<AhoCorasick>,
+    /// What a card's expiry is asked by, beyond its terms ([`SecretLexicon::names_expiry`]).
+    expiry: WordClass,
+    cards: WordClass,
+    month_year: WordClass,
     ctx: Context,
 }
 
@@ -702,6 +707,9 @@ impl SecretLexicon {
         let (compact_linkers, linkers): (Vec<&str>, Vec<&str>) =
             data.linkers.iter().partition(|w| has_compact_char(w));
         let compact_linkers = compact_linkers.iter().map(|c| text::compact(c)).collect();
+        let expiry = WordClass::new(&data.expiry, &mut errors);
+        let cards = WordClass::new(&data.cards, &mut errors);
+        let month_year = WordClass::new(&data.month_year, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -725,6 +733,9 @@ impl SecretLexicon {
             compact_meta_after,
             compact_linkers,
             compact_circumstances,
+            expiry,
+            cards,
+            month_year,
             ctx: Context {
                 meta_after: folded_set(&meta_after),
                 meta_before: folded_set(&meta_before),
@@ -1025,6 +1036,22 @@ impl SecretLexicon {
                 .iter()
                 .find(|w| !self.ctx.linkers.contains(&w.folded))
                 .is_some_and(|w| self.ctx.circumstances.contains(&w.folded))
+    }
+
+    /// Does the label `text` name an expiry or a validity (`Expiry date`, "Son kullanma
+    /// tarihi", `有効期限（月）`)?
+    pub fn names_expiry(&self, text: &str) -> bool {
+        self.expiry.named_in(text)
+    }
+
+    /// Does `text` name a payment card ("Complete your card details", `بطاقتك`)?
+    pub fn names_card(&self, text: &str) -> bool {
+        self.cards.named_in(text)
+    }
+
+    /// Does `text` write a month/year format (`MM/YY`, "mois/année", `月/年`)?
+    pub fn shows_month_year(&self, text: &str) -> bool {
+        self.month_year.named_in(text)
     }
 
     /// Does the label `text` name a unit or a count (`days`, `max_attempts`, "Wymuszaj

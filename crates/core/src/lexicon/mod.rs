@@ -10,6 +10,7 @@
 //!
 //! Below both `policy` and `inspect` (layering): neither imports the other for it.
 
+mod classes;
 mod matcher;
 
 pub use matcher::{Match, Role, SecretLexicon};
@@ -176,6 +177,14 @@ pub struct Data {
     pub negations_after: Vec<&'static str>,
     pub suffix: Vec<&'static str>,
     pub clitics: Vec<&'static str>,
+    /// Words naming an expiry or a validity (`expiry`, `Ablaufdatum`, `有効期限`): a field so
+    /// labelled on a form that names a payment card, or shaped as month/year, asks for the
+    /// card's expiry.
+    pub expiry: Vec<&'static str>,
+    /// Words naming a payment card (`card`, `Kreditkarte`, `بطاقة`).
+    pub cards: Vec<&'static str>,
+    /// A month/year format as forms write it (`MM/YY`, `mois/année`, `月/年`).
+    pub month_year: Vec<&'static str>,
     pub senses: Vec<Sense>,
     /// Terms too common alone to name a secret (`code`, `код`) and the words one of which the
     /// same text must also contain for them to (`sms`, `texted`, `отправили`): reused
@@ -351,6 +360,9 @@ impl Data {
                 "negations_after" => Some(&mut self.negations_after),
                 "suffix" => Some(&mut self.suffix),
                 "clitics" => Some(&mut self.clitics),
+                "expiry" => Some(&mut self.expiry),
+                "cards" => Some(&mut self.cards),
+                "month_year" => Some(&mut self.month_year),
                 _ => None,
             };
             if let Some(target) = target {

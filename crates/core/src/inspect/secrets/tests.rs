@@ -758,3 +758,62 @@ fn a_negative_imperative_closing_a_list_warns() {
     ]);
     assert!(prose("कृपया अपना PIN यहाँ लिखें").is_some());
 }
+
+#[test]
+fn an_expiry_label_asks_for_a_cards_beside_a_card_or_a_month_year_format() {
+    use serde_json::json;
+    // The form names a payment card, or the field writes month/year.
+    for (title, description, message) in [
+        (
+            "Date d'expiration",
+            "",
+            "Complétez les informations de votre carte bancaire.",
+        ),
+        ("Son kullanma tarihi", "", "Kredi kartınızı güncelleyin"),
+        ("Ablaufdatum", "Monat/Jahr", "Zahlungsdaten"),
+        ("Geldig t/m", "MM/JJ", "Betaalgegevens"),
+        ("有効期限", "月/年", "お支払い"),
+        ("Ημερομηνία λήξης", "ΜΜ/ΕΕ", "Πληρωμή"),
+    ] {
+        let f = json!({"e": {"type": "string", "title": title, "description": description}});
+        let found = form(f, message);
+        assert!(
+            found.iter().any(|(_, d)| d == "secret.context:card_expiry"),
+            "{title}: {found:?}"
+        );
+    }
+    let pattern = json!({"exp": {"type": "string", "title": "Tarikh luput",
+        "pattern": "^(0[1-9]|1[0-2])/[0-9]{2}$"}});
+    assert!(!form(pattern, "Kemas kini").is_empty());
+    // Another expiry, a count, or no card and no month/year: no card's.
+    for (f, message) in [
+        (
+            json!({"exp": {"type": "string", "format": "date", "title": "Access expiration date"}}),
+            "Add a member to the GitLab group",
+        ),
+        (
+            json!({"exp": {"type": "string", "format": "date", "title": "Passport expiry date"}}),
+            "Visa pre-check.",
+        ),
+        (
+            json!({"d": {"type": "integer", "title": "Days before expiry", "maximum": 60}}),
+            "Your credit card ending 4242 expires next month. When should we remind you?",
+        ),
+        (
+            json!({"a": {"type": "string", "title": "Ablaufdatum des Deploy-Tokens (JJJJ-MM-TT)"}}),
+            "Stammdaten für Deploy-Tokens",
+        ),
+    ] {
+        assert!(form(f.clone(), message).is_empty(), "{f}");
+    }
+}
+
+#[test]
+fn a_default_under_a_label_naming_its_content_is_that_content() {
+    use serde_json::json;
+    let query = json!({"query": {"type": "string", "title": "Query",
+        "default": "service:auth status:error \"invalid password\""}});
+    assert!(form(query, "Log search").is_empty());
+    let blank = json!({"value": {"type": "string", "default": "my online banking password"}});
+    assert!(!form(blank, "Verify").is_empty());
+}

@@ -1,0 +1,142 @@
+//! Word classes: what a form's texts *name* without naming a secret — an expiry or a validity
+//! (`expiry`), a payment card (`cards`), a month/year format (`month_year`).
+//!
+//! Owns: one compiled class (folded word sequences for space-delimited scripts, an automaton
+//! over the compact form for scripts written without spaces) and the test "does this text
+//! name a member". The lists are in `data/*.txt`; `inspect::secrets` combines the classes
+//! (a field labelled with an expiry on a form that names a card asks for the card's expiry).
+//! Never: decides a rule.
+
+use std::collections::HashMap;
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+
+use crate::text::fold as text;
+
+/// One class of words: members are word sequences (`son kullanma`, `date d expiration`) or,
+/// in compact scripts, substrings (`有効期限`).
+#[derive(Debug, Default)]
+pub(crate) struct WordClass {
+    /// First folded word → the remaining words of each member starting with it.
+    by_first: HashMap<String, Vec<Vec<String>>>,
+    /// Members whose first word is a stem (`kart*`): the stem and the remaining words.
+    stems: Vec<(String, Vec<String>)>,
+    compact: Option<AhoCorasick>,
+}
+
+impl WordClass {
+    /// Compile `members` (written naturally; folded like input text). An empty member or an
+    /// automaton that cannot be built is a data defect, reported in `errors`.
+    pub(crate) fn new(members: &[&str], errors: &mut Vec<String>) -> WordClass {
+        let mut class = WordClass::default();
+        let mut patterns = Vec::new();
+        for m in members {
+            if !m.is_ascii() && m.chars().any(text::is_compact_script) {
+                patterns.push(text::compact(m));
+                continue;
+            }
+            // A word ending in `*` stays a stem through folding.
+            let mut words: Vec<String> = Vec::new();
+            for token in m.split_whitespace() {
+                let stem = token.ends_with('*');
+                let start = words.len();
+                words.extend(text::words(token).into_iter().map(|w| w.folded));
+                if stem && words.len() > start {
+                    if let Some(last) = words.last_mut() {
+                        last.push('*');
+                    }
+                }
+            }
+            match words.split_first() {
+                Some((first, rest)) => match first.strip_suffix('*') {
+                    Some(stem) if stem.chars().count() >= 3 => {
+                        class.stems.push((stem.to_owned(), rest.to_vec()));
+                    }
+                    Some(_) => errors.push(format!("word class stem `{m}` is too short")),
+                    None => class
+                        .by_first
+                        .entry(first.clone())
+                        .or_default()
+                        .push(rest.to_vec()),
+                },
+                None => errors.push(format!("word class member `{m}` has no word")),
+            }
+        }
+        if !patterns.is_empty() {
+            match AhoCorasickBuilder::new()
+                .match_kind(MatchKind::LeftmostFirst)
+                .build(&patterns)
+            {
+                Ok(ac) => class.compact = Some(ac),
+                Err(e) => errors.push(format!("word class automaton: {e}")),
+            }
+        }
+        class
+    }
+
+    /// Does `text` contain a member (a whole-word sequence, or a compact substring)?
+    pub(crate) fn named_in(&self, text: &str) -> bool {
+        let words = text::words(text);
+        // A member's word ending in `*` is a stem (`kartı*` matches `kartınızı`).
+        let same = |member: &str, word: &str| match member.strip_suffix('*') {
+            Some(stem) => word.starts_with(stem),
+            None => member == word,
+        };
+        let hit = words.iter().enumerate().any(|(i, w)| {
+            let stems = self
+                .stems
+                .iter()
+                .filter(|(s, _)| w.folded.starts_with(s.as_str()));
+            let whole = self.by_first.get(&w.folded).into_iter().flatten();
+            whole.chain(stems.map(|(_, r)| r)).any(|rest| {
+                words.len() > i + rest.len()
+                    && rest
+                        .iter()
+                        .zip(&words[i + 1..])
+                        .all(|(r, w)| same(r, &w.folded))
+            })
+        });
+        hit || self.compact.as_ref().is_some_and(|ac| {
+            !text.is_ascii()
+                && text.chars().any(text::is_compact_script)
+                && ac.is_match(&text::compact(text))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_match_as_whole_word_sequences_or_compact_substrings() {
+        let mut errors = Vec::new();
+        let class = WordClass::new(
+            &[
+                "expiry",
+                "son kullanma",
+                "有効期限",
+                "kredi kart*",
+                "kartı*",
+            ],
+            &mut errors,
+        );
+        assert!(errors.is_empty(), "{errors:?}");
+        assert!(class.named_in("Expiry (MM/YY)"));
+        assert!(class.named_in("Son kullanma tarihi"));
+        assert!(class.named_in("カードの有効期限（月）"));
+        assert!(!class.named_in("Expiryless plan"));
+        assert!(!class.named_in("son"));
+        assert!(!class.named_in("Kullanma son"));
+        assert!(class.named_in("Kredi kartınızı güncelleyin"));
+        assert!(class.named_in("Kartınızın"));
+        assert!(!class.named_in("Kart"));
+    }
+
+    #[test]
+    fn an_empty_member_is_a_data_defect() {
+        let mut errors = Vec::new();
+        WordClass::new(&["--"], &mut errors);
+        assert_eq!(errors.len(), 1);
+    }
+}
