@@ -50,6 +50,8 @@ mod step {
     pub const SPLIT: &str = "the field's name and title read together name a secret";
     pub const FORM_TEXT: &str =
         "the form's message or title asks for a secret, and one of its inputs can hold it";
+    pub const TEMPLATE: &str =
+        "the field's default is a configuration template whose variable names a secret to fill in";
     pub const EXPIRY: &str =
         "the field's label names an expiry, and the form names a payment card or the field a month/year format";
 }
@@ -84,6 +86,9 @@ pub(crate) fn check_form(
     // take what they name ("Thanks for changing your password — rate us" asks for a number).
     let mut room = Room::default();
     let mut inputs = 0usize;
+    // Number inputs of one digit each: three or more are one number typed a digit per box
+    // ("Enter your card PIN, one digit per box").
+    let boxes = props.values().filter(|p| one_digit(p)).count();
     // Inputs labelled with an expiry and nothing else found ([`card_expiries`]).
     let mut expiries: Vec<(String, &Value)> = Vec::new();
     for (name, prop) in props {
@@ -116,7 +121,7 @@ pub(crate) fn check_form(
         // holds its answer, not what the question names, and a question of circumstance
         // ("Where will you keep them?", "Why are you rotating early?") says what that answer
         // is; a number titled "How many cards?" holds the count it names.
-        let holds = Holds::of(name, prop, kind, lexicon);
+        let holds = Holds::of(name, prop, kind, lexicon).split(boxes >= 3 && one_digit(prop));
         let own = kind.is_free_input() && {
             let title = prop.get("title").and_then(Value::as_str);
             lexicon.names_content(name)
@@ -142,6 +147,25 @@ pub(crate) fn check_form(
                 .and_then(Value::as_str)
                 .is_some_and(|t| lexicon.names_something(t));
         hidden_texts(prop, kind, &mut |at, t| {
+            // A configuration template pre-filled in a free input asks the user to complete
+            // the variables it assigns: `OPENAI_API_KEY=sk-...`, `DB_PASSWORD=<your password>`.
+            if free && at.is_none() {
+                let template = assigned_names(t).find_map(|v| {
+                    lexicon
+                        .scan(v, Role::Label)
+                        .filter(|m| holds.fits(m.category))
+                });
+                if let Some(m) = template {
+                    record(
+                        hits,
+                        lexicon,
+                        format!("{}.default", loc()),
+                        &m,
+                        step::TEMPLATE,
+                    );
+                    return;
+                }
+            }
             // A default without a space is a value or an identifier (`OPENAI_API_KEY`), not
             // a sentence to complete.
             let sentence = t.trim().contains(char::is_whitespace);
@@ -317,6 +341,9 @@ enum Holds {
     /// A number below 1000 (`maximum`): three digits at most, so at most a CVV; minutes of
     /// validity, a count of attempts or a rating hold none of the longer numbers.
     ThreeDigits,
+    /// One digit of a number split over several boxes ([`one_digit`]): a digit of any
+    /// number a secret is written in (a PIN, a one-time code, a card's).
+    Digit,
     /// A number below 100: two digits hold no secret (a count, a percentage, a rating)
     /// but the month or year of a card's expiry.
     TwoDigits,
@@ -335,6 +362,15 @@ enum Holds {
 }
 
 impl Holds {
+    /// A one-digit number among the boxes of a split number holds a digit of it.
+    fn split(self, boxes: bool) -> Holds {
+        if boxes && self == Holds::TwoDigits {
+            Holds::Digit
+        } else {
+            self
+        }
+    }
+
     fn of(name: &str, prop: &Value, kind: schema::PropKind, lexicon: &SecretLexicon) -> Holds {
         if matches!(kind, schema::PropKind::Number { .. }) {
             let counted = || {
@@ -372,6 +408,7 @@ impl Holds {
             Holds::Text => true,
             Holds::Number => numeric_concept(c),
             Holds::ThreeDigits => c == Category::Cvv,
+            Holds::Digit => numeric_concept(c) && c != Category::Password,
             Holds::TwoDigits => c == Category::CardExpiry,
             Holds::Quantity => false,
             Holds::Date => c == Category::CardExpiry,
@@ -489,6 +526,31 @@ fn numeric_concept(c: Category) -> bool {
             | Category::NationalId
             | Category::Custom
     )
+}
+
+/// The variables a configuration template assigns, one per line (`OPENAI_API_KEY=sk-...`,
+/// `export DB_PASSWORD=`): names of letters, digits and underscores only, so prose with an
+/// equals sign ("a = b") assigns none.
+fn assigned_names(t: &str) -> impl Iterator<Item = &str> {
+    t.lines().filter_map(|line| {
+        let (name, _) = line.split_once('=')?;
+        let name = name.trim();
+        let name = name.strip_prefix("export ").unwrap_or(name).trim();
+        let ident = name.len() >= 3
+            && name.contains('_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        ident.then_some(name)
+    })
+}
+
+/// A number input that takes one digit (`maximum` 9 at most, no negative `minimum`).
+fn one_digit(prop: &Value) -> bool {
+    let num = |k: &str| prop.get(k).and_then(Value::as_f64);
+    matches!(
+        prop.get("type").and_then(Value::as_str),
+        Some("integer" | "number")
+    ) && num("maximum").is_some_and(|m| m <= 9.0)
+        && num("minimum").is_none_or(|m| m >= 0.0)
 }
 
 /// A free input as [`check_field`] reads it.
