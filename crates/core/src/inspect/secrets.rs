@@ -50,6 +50,8 @@ mod step {
     pub const SPLIT: &str = "the field's name and title read together name a secret";
     pub const FORM_TEXT: &str =
         "the form's message or title asks for a secret, and one of its inputs can hold it";
+    pub const CODE_SHAPE: &str =
+        "the field's label names a verification and its pattern takes a code of four to eight digits";
     pub const TEMPLATE: &str =
         "the field's default is a configuration template whose variable names a secret to fill in";
     pub const EXPIRY: &str =
@@ -206,7 +208,7 @@ pub(crate) fn check_form(
         };
         let before = hits.count();
         // A count ("Days before expiry") is no card's expiry.
-        let expiry_label = |t: &str| lexicon.names_expiry(t) && !lexicon.names_quantity(t);
+        let expiry_label = |t: &str| lexicon.names_bare_expiry(t) && !lexicon.names_quantity(t);
         let labelled_expiry = holds.fits(Category::CardExpiry)
             && (expiry_label(name)
                 || prop
@@ -216,6 +218,20 @@ pub(crate) fn check_form(
         let fits = check_field(&field, message, lexicon, &loc(), hits);
         if labelled_expiry && hits.count() == before {
             expiries.push((loc(), prop));
+        }
+        // A one-time code asked by its shape: an input labelled with a verification whose
+        // pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
+        if hits.count() == before && holds.fits(Category::Otp) && digits_pattern(prop) {
+            let title = prop.get("title").and_then(Value::as_str);
+            if lexicon.names_verification(name)
+                || title.is_some_and(|t| lexicon.names_verification(t))
+            {
+                let why = Why {
+                    because: step::CODE_SHAPE,
+                    term: None,
+                };
+                hits.explain(RuleId::FormSecret, loc(), "secret.context:otp", why);
+            }
         }
         if fits {
             // An input labelled with what it holds is not a blank the message can fill with
@@ -541,6 +557,27 @@ fn assigned_names(t: &str) -> impl Iterator<Item = &str> {
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         ident.then_some(name)
     })
+}
+
+/// Does the field's `pattern` take exactly four to eight digits (`^[0-9]{6}$`, `^\d{4,8}$`)?
+fn digits_pattern(prop: &Value) -> bool {
+    let Some(p) = prop.get("pattern").and_then(Value::as_str) else {
+        return false;
+    };
+    let p = p.strip_prefix('^').unwrap_or(p);
+    let p = p.strip_suffix('$').unwrap_or(p);
+    let Some(count) = p
+        .strip_prefix("\\d{")
+        .or_else(|| p.strip_prefix("[0-9]{"))
+        .and_then(|r| r.strip_suffix('}'))
+    else {
+        return false;
+    };
+    let in_range = |n: &str| n.parse::<u32>().is_ok_and(|n| (4..=8).contains(&n));
+    match count.split_once(',') {
+        Some((lo, hi)) => in_range(lo) && in_range(hi),
+        None => in_range(count),
+    }
 }
 
 /// A number input that takes one digit (`maximum` 9 at most, no negative `minimum`).

@@ -77,29 +77,72 @@ impl WordClass {
     /// Does `text` contain a member (a whole-word sequence, or a compact substring)?
     pub(crate) fn named_in(&self, text: &str) -> bool {
         let words = text::words(text);
+        self.member_at(&words).next().is_some()
+            || self.compact.as_ref().is_some_and(|ac| {
+                !text.is_ascii()
+                    && text.chars().any(text::is_compact_script)
+                    && ac.is_match(&text::compact(text))
+            })
+    }
+
+    /// The words of `text` no member of any of `classes` covers, and whether compact-script
+    /// text is left over too: "Reisepass gültig bis" leaves `reisepass` past `gültig bis`.
+    pub(crate) fn uncovered(classes: &[&WordClass], text: &str) -> (Vec<String>, bool) {
+        let words = text::words(text);
+        let mut covered = vec![false; words.len()];
+        for class in classes {
+            for (i, len) in class.member_at(&words) {
+                covered[i..i + len].iter_mut().for_each(|c| *c = true);
+            }
+        }
+        let rest = words
+            .into_iter()
+            .zip(covered)
+            .filter(|(_, c)| !c)
+            .map(|(w, _)| w.folded)
+            .collect();
+        let compact_left = !text.is_ascii() && text.chars().any(text::is_compact_script) && {
+            let mut c = text::compact(text);
+            for class in classes {
+                if let Some(ac) = &class.compact {
+                    c = ac.replace_all(&c, &vec![""; ac.patterns_len()]);
+                }
+            }
+            c.chars().any(text::is_compact_script)
+        };
+        (rest, compact_left)
+    }
+
+    /// Each member occurrence in `words`: its first word's index and its length in words
+    /// (the longest member starting there).
+    fn member_at<'w>(
+        &'w self,
+        words: &'w [text::Word],
+    ) -> impl Iterator<Item = (usize, usize)> + 'w {
         // A member's word ending in `*` is a stem (`kartı*` matches `kartınızı`).
         let same = |member: &str, word: &str| match member.strip_suffix('*') {
             Some(stem) => word.starts_with(stem),
             None => member == word,
         };
-        let hit = words.iter().enumerate().any(|(i, w)| {
+        words.iter().enumerate().filter_map(move |(i, w)| {
             let stems = self
                 .stems
                 .iter()
-                .filter(|(s, _)| w.folded.starts_with(s.as_str()));
+                .filter(|(s, _)| w.folded.starts_with(s.as_str()))
+                .map(|(_, r)| r);
             let whole = self.by_first.get(&w.folded).into_iter().flatten();
-            whole.chain(stems.map(|(_, r)| r)).any(|rest| {
-                words.len() > i + rest.len()
-                    && rest
-                        .iter()
-                        .zip(&words[i + 1..])
-                        .all(|(r, w)| same(r, &w.folded))
-            })
-        });
-        hit || self.compact.as_ref().is_some_and(|ac| {
-            !text.is_ascii()
-                && text.chars().any(text::is_compact_script)
-                && ac.is_match(&text::compact(text))
+            whole
+                .chain(stems)
+                .filter(|rest| {
+                    words.len() > i + rest.len()
+                        && rest
+                            .iter()
+                            .zip(&words[i + 1..])
+                            .all(|(r, w)| same(r, &w.folded))
+                })
+                .map(|rest| rest.len() + 1)
+                .max()
+                .map(|len| (i, len))
         })
     }
 }

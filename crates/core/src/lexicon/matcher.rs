@@ -242,6 +242,8 @@ pub struct SecretLexicon {
     expiry: WordClass,
     cards: WordClass,
     month_year: WordClass,
+    verification: WordClass,
+    dates: WordClass,
     ctx: Context,
 }
 
@@ -710,6 +712,8 @@ impl SecretLexicon {
         let expiry = WordClass::new(&data.expiry, &mut errors);
         let cards = WordClass::new(&data.cards, &mut errors);
         let month_year = WordClass::new(&data.month_year, &mut errors);
+        let verification = WordClass::new(&data.verification, &mut errors);
+        let dates = WordClass::new(&data.dates, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -736,6 +740,8 @@ impl SecretLexicon {
             expiry,
             cards,
             month_year,
+            verification,
+            dates,
             ctx: Context {
                 meta_after: folded_set(&meta_after),
                 meta_before: folded_set(&meta_before),
@@ -1044,6 +1050,23 @@ impl SecretLexicon {
         self.expiry.named_in(text)
     }
 
+    /// Does the label `text` name an expiry and nothing else but dates, a month/year format,
+    /// a card and function words ("Expiry date", "Date d'expiration", "有効期限（月）"), not
+    /// what expires ("Reisepass gültig bis", `licence_expiry`)?
+    pub fn names_bare_expiry(&self, text: &str) -> bool {
+        if !self.expiry.named_in(text) {
+            return false;
+        }
+        let classes = [&self.expiry, &self.month_year, &self.dates, &self.cards];
+        let (rest, compact_left) = WordClass::uncovered(&classes, text);
+        !compact_left
+            && rest.iter().all(|w| {
+                self.ctx.linkers.contains(w.as_str())
+                    || self.ctx.blank.contains(w.as_str())
+                    || is_number(w)
+            })
+    }
+
     /// Does `text` name a payment card ("Complete your card details", `بطاقتك`)?
     pub fn names_card(&self, text: &str) -> bool {
         self.cards.named_in(text)
@@ -1052,6 +1075,11 @@ impl SecretLexicon {
     /// Does `text` write a month/year format (`MM/YY`, "mois/année", `月/年`)?
     pub fn shows_month_year(&self, text: &str) -> bool {
         self.month_year.named_in(text)
+    }
+
+    /// Does the label `text` name a verification ("Verify it's you", `Bestätigung`, `確認`)?
+    pub fn names_verification(&self, text: &str) -> bool {
+        self.verification.named_in(text)
     }
 
     /// Does the label `text` name a unit or a count (`days`, `max_attempts`, "Wymuszaj

@@ -185,6 +185,12 @@ pub struct Data {
     pub cards: Vec<&'static str>,
     /// A month/year format as forms write it (`MM/YY`, `mois/année`, `月/年`).
     pub month_year: Vec<&'static str>,
+    /// Date words (`date`, `Datum`, `日付`, month and year) and the compact-script particles
+    /// that join them to an expiry (`の`, `的`): an expiry label of nothing else is bare.
+    pub dates: Vec<&'static str>,
+    /// Words naming a verification (`verify`, `Bestätigung`, `確認`): an input so labelled
+    /// whose pattern takes four to eight digits asks for a one-time code.
+    pub verification: Vec<&'static str>,
     pub senses: Vec<Sense>,
     /// Terms too common alone to name a secret (`code`, `код`) and the words one of which the
     /// same text must also contain for them to (`sms`, `texted`, `отправили`): reused
@@ -363,6 +369,8 @@ impl Data {
                 "expiry" => Some(&mut self.expiry),
                 "cards" => Some(&mut self.cards),
                 "month_year" => Some(&mut self.month_year),
+                "verification" => Some(&mut self.verification),
+                "dates" => Some(&mut self.dates),
                 _ => None,
             };
             if let Some(target) = target {

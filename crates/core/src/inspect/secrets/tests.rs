@@ -817,3 +817,33 @@ fn a_default_under_a_label_naming_its_content_is_that_content() {
     let blank = json!({"value": {"type": "string", "default": "my online banking password"}});
     assert!(!form(blank, "Verify").is_empty());
 }
+
+#[test]
+fn a_number_typed_a_digit_per_box_a_verification_code_and_a_configuration_template_ask() {
+    use serde_json::json;
+    let digit = json!({"type": "integer", "minimum": 0, "maximum": 9});
+    let boxes = json!({"d1": digit, "d2": digit, "d3": digit, "d4": digit});
+    assert!(!form(
+        boxes.clone(),
+        "Enter your 4-digit card PIN, one digit per box."
+    )
+    .is_empty());
+    // Two ratings of one digit are no split number.
+    let ratings = json!({"speed": digit, "quality": digit});
+    assert!(form(
+        ratings,
+        "Enter your 4-digit card PIN next time; rate us now."
+    )
+    .is_empty());
+    let code =
+        json!({"v": {"type": "string", "title": "Verify it's you", "pattern": "^[0-9]{6}$"}});
+    assert!(!form(code, "Before changing your payout details").is_empty());
+    let zip = json!({"z": {"type": "string", "title": "Postal code", "pattern": "^[0-9]{6}$"}});
+    assert!(form(zip, "Shipping").is_empty());
+    let template = json!({"env": {"type": "string", "title": "Environment",
+        "default": "OPENAI_API_KEY=sk-...\nLOG_LEVEL=info"}});
+    assert!(!form(template, "Fill in the values").is_empty());
+    let plain = json!({"env": {"type": "string", "title": "Environment",
+        "default": "LOG_LEVEL=info\nPORT=8080"}});
+    assert!(form(plain, "Fill in the values").is_empty());
+}
