@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use crate::text::fold as text;
 
@@ -63,7 +63,10 @@ impl WordClass {
             }
         }
         if !patterns.is_empty() {
+            // A few dozen patterns per class: the contiguous NFA keeps them in kilobytes
+            // where a DFA would take hundreds.
             match AhoCorasickBuilder::new()
+                .kind(Some(AhoCorasickKind::ContiguousNFA))
                 .match_kind(MatchKind::LeftmostFirst)
                 .build(&patterns)
             {
