@@ -402,7 +402,7 @@ fn held_out() {
 /// What this revision reaches on the held-out half, rounded to the worse side (docs/policy.md
 /// says which targets that meets): a change that does worse fails here.
 const HELD_OUT_REACHED: [(Category, f64); 3] = [
-    (Category::Secret, 0.983),
+    (Category::Secret, 0.985),
     (Category::Benign, 0.011),
     (Category::Hard, 0.938),
 ];

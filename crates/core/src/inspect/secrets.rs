@@ -54,8 +54,10 @@ mod step {
         "the field's label names a verification and its pattern takes a code of four to eight digits";
     pub const TEMPLATE: &str =
         "the field's default is a configuration template whose variable names a secret to fill in";
+    pub const ANSWER: &str =
+        "the field's label names an answer, and the form names a security question";
     pub const EXPIRY: &str =
-        "the field's label names an expiry, and the form names a payment card or the field a month/year format";
+        "the field's label names an expiry (or a month or a year of one), and the form names a payment card or the field a month/year format";
 }
 
 /// A finding of `form.secret` for match `m`, explained by `because`.
@@ -91,8 +93,12 @@ pub(crate) fn check_form(
     // Number inputs of one digit each: three or more are one number typed a digit per box
     // ("Enter your card PIN, one digit per box").
     let boxes = props.values().filter(|p| one_digit(p)).count();
-    // Inputs labelled with an expiry and nothing else found ([`card_expiries`]).
+    // Inputs labelled with an expiry, or with a month or a year, and nothing else found
+    // ([`card_expiries`]).
     let mut expiries: Vec<(String, &Value)> = Vec::new();
+    let mut parts: Vec<(String, &Value)> = Vec::new();
+    // Text inputs labelled with an answer and nothing else found ([`security_answers`]).
+    let mut answers: Vec<String> = Vec::new();
     for (name, prop) in props {
         if !allow.is_empty() && allow.contains(&text::fold(&text::nfkc(name))) {
             continue;
@@ -207,8 +213,10 @@ pub(crate) fn check_form(
             own,
         };
         let before = hits.count();
-        // A count ("Days before expiry") is no card's expiry.
-        let expiry_label = |t: &str| lexicon.names_bare_expiry(t) && !lexicon.names_quantity(t);
+        // A number counting something ("Days before expiry") is no card's expiry.
+        let expiry_label = |t: &str| {
+            lexicon.names_bare_expiry(t) && !(holds != Holds::Text && lexicon.names_quantity(t))
+        };
         let labelled_expiry = holds.fits(Category::CardExpiry)
             && (expiry_label(name)
                 || prop
@@ -218,6 +226,24 @@ pub(crate) fn check_form(
         let fits = check_field(&field, message, lexicon, &loc(), hits);
         if labelled_expiry && hits.count() == before {
             expiries.push((loc(), prop));
+        } else if hits.count() == before
+            && holds == Holds::Text
+            && (lexicon.names_answer(name)
+                || prop
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| lexicon.names_answer(t)))
+        {
+            answers.push(loc());
+        } else if hits.count() == before
+            && holds.fits(Category::CardExpiry)
+            && (lexicon.names_month_or_year(name)
+                || prop
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| lexicon.names_month_or_year(t)))
+        {
+            parts.push((loc(), prop));
         }
         // A one-time code asked by its shape: an input labelled with a verification whose
         // pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
@@ -241,7 +267,8 @@ pub(crate) fn check_form(
             }
         }
     }
-    card_expiries(&expiries, schema, message, lexicon, hits);
+    card_expiries(&expiries, &parts, schema, message, lexicon, hits);
+    security_answers(&answers, schema, message, lexicon, hits);
     // The message fills only blank inputs: one labelled with what it holds ("Feedback",
     // `order_number`), or shaped as an address or an identifier (`format: email`), says what
     // it takes, whatever secret the message names.
@@ -271,9 +298,10 @@ pub(crate) fn check_form(
     // Over several inputs a message still asks for what only a shaped input can take: "Bis
     // wann ist Ihre Kreditkarte gültig?" above month and year numbers.
     let asked = |m: &str| {
-        // A message that is itself a label ("PAN:", "Pwd:") over one blank input names it.
+        // A message that is itself a label ("PAN:", "Pwd:", "PIN: ____") over one blank
+        // input names it.
         let label = prose_role == Role::Prose
-            && m.trim_end().ends_with([':', '：'])
+            && (m.trim_end().ends_with([':', '：']) || m.contains("__"))
             && m.split_whitespace().count() <= 4;
         lexicon
             .scan(m, if label { Role::Label } else { prose_role })
@@ -297,14 +325,19 @@ pub(crate) fn check_form(
 /// card's when its own texts write a month/year format (`MM/AA`, "Monat/Jahr", a pattern of
 /// months) or the form names a payment card anywhere ("Complétez les informations de votre
 /// carte bancaire"). A membership's or a document's expiry on a form without a card passes.
+///
+/// An input labelled with a month or a year only ("Month", "Año", "Anno di scadenza" beside
+/// a month list) is one part of a card's expiry when the form names a payment card and
+/// either an expiry (the message, a title) or a month in a pattern (`^(0[1-9]|1[0-2])$`).
 fn card_expiries(
     expiries: &[(String, &Value)],
+    parts: &[(String, &Value)],
     schema: &Value,
     message: Option<&str>,
     lexicon: &SecretLexicon,
     hits: &mut Hits,
 ) {
-    if expiries.is_empty() {
+    if expiries.is_empty() && parts.is_empty() {
         return;
     }
     fn own_texts(prop: &Value) -> impl Iterator<Item = &str> {
@@ -319,7 +352,9 @@ fn card_expiries(
                 .and_then(Value::as_str)
                 .is_some_and(|p| p.contains("0[1-9]|1[0-2]") || p.contains("0[1-9]|1[012]"))
     };
-    let card = || {
+    // Every text of the form: its message, title and description, and each property's name,
+    // title and description.
+    let texts = || {
         let form = [message, schema.get("title").and_then(Value::as_str)]
             .into_iter()
             .flatten()
@@ -328,19 +363,72 @@ fn card_expiries(
             .into_iter()
             .flatten()
             .flat_map(|(name, p)| std::iter::once(name.as_str()).chain(own_texts(p)));
-        form.chain(fields).any(|t| lexicon.names_card(t))
+        form.chain(fields)
     };
+    let card = || texts().any(|t| lexicon.names_card(t));
     let mut named_card = None;
+    let mut found = |at: &str| {
+        let why = Why {
+            because: step::EXPIRY,
+            term: None,
+        };
+        hits.explain(RuleId::FormSecret, at, "secret.context:card_expiry", why);
+    };
     for (at, prop) in expiries {
         if months(prop) || *named_card.get_or_insert_with(card) {
+            found(at);
+        }
+    }
+    if !parts.is_empty()
+        && *named_card.get_or_insert_with(card)
+        && (parts.iter().any(|(_, p)| months(p)) || texts().any(|t| lexicon.names_expiry(t)))
+    {
+        for (at, _) in parts {
+            found(at);
+        }
+    }
+}
+
+/// The answer to a security question is a password: a text input labelled only as an
+/// answer ("Your answer", `Respuesta`) on a form that names a security question anywhere
+/// (its message, or a question chosen from a list: "Answer your security question").
+fn security_answers(
+    answers: &[String],
+    schema: &Value,
+    message: Option<&str>,
+    lexicon: &SecretLexicon,
+    hits: &mut Hits,
+) {
+    if answers.is_empty() {
+        return;
+    }
+    let form = [message, schema.get("title").and_then(Value::as_str)]
+        .into_iter()
+        .flatten()
+        .chain(schema.get("description").and_then(Value::as_str));
+    let fields = schema::properties(schema)
+        .into_iter()
+        .flatten()
+        .flat_map(|(name, p)| {
+            std::iter::once(name.as_str()).chain(
+                ["title", "description"]
+                    .into_iter()
+                    .filter_map(|k| p.get(k).and_then(Value::as_str)),
+            )
+        });
+    if form
+        .chain(fields)
+        .any(|t| lexicon.names_security_question(t))
+    {
+        for at in answers {
             let why = Why {
-                because: step::EXPIRY,
+                because: step::ANSWER,
                 term: None,
             };
             hits.explain(
                 RuleId::FormSecret,
-                at.clone(),
-                "secret.context:card_expiry",
+                at.as_str(),
+                "secret.context:password",
                 why,
             );
         }
@@ -675,6 +763,7 @@ fn check_field(
         let name_words = text::words(name);
         !name_words.is_empty() && name_words.iter().all(|w| title_words.contains(&w.folded))
     };
+    let name_term = name_scan.as_ref().map(|m| m.term);
     let name_hit = name_scan
         .filter(|m| !(title_hit.is_none() && title.is_some_and(|t| m.weak || restated(t))));
     let mut found = report("", name_hit, step::LABEL, hits);
@@ -705,7 +794,9 @@ fn check_field(
             let joined_hit = lexicon
                 .scan(&joined, Role::Label)
                 .or_else(|| glued.and_then(|g| lexicon.scan(&g, Role::Label)))
-                .filter(|m| !m.weak);
+                // The name's own term, which a title restating it overruled ("Customer
+                // account number" for `account_number`), is no term split across the two.
+                .filter(|m| !m.weak && Some(m.term) != name_term);
             report(".title", joined_hit, step::SPLIT, hits);
         }
     }

@@ -244,6 +244,9 @@ pub struct SecretLexicon {
     month_year: WordClass,
     verification: WordClass,
     dates: WordClass,
+    months_years: WordClass,
+    security_questions: WordClass,
+    answers: WordClass,
     ctx: Context,
 }
 
@@ -714,6 +717,9 @@ impl SecretLexicon {
         let month_year = WordClass::new(&data.month_year, &mut errors);
         let verification = WordClass::new(&data.verification, &mut errors);
         let dates = WordClass::new(&data.dates, &mut errors);
+        let months_years = WordClass::new(&data.months_years, &mut errors);
+        let security_questions = WordClass::new(&data.security_questions, &mut errors);
+        let answers = WordClass::new(&data.answers, &mut errors);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -742,6 +748,9 @@ impl SecretLexicon {
             month_year,
             verification,
             dates,
+            months_years,
+            security_questions,
+            answers,
             ctx: Context {
                 meta_after: folded_set(&meta_after),
                 meta_before: folded_set(&meta_before),
@@ -1057,8 +1066,37 @@ impl SecretLexicon {
         if !self.expiry.named_in(text) {
             return false;
         }
-        let classes = [&self.expiry, &self.month_year, &self.dates, &self.cards];
-        let (rest, compact_left) = WordClass::uncovered(&classes, text);
+        let classes = [
+            &self.expiry,
+            &self.month_year,
+            &self.dates,
+            &self.months_years,
+            &self.cards,
+        ];
+        self.only(&classes, text)
+    }
+
+    /// Does the label `text` name a month or a year and nothing else but an expiry and
+    /// function words ("Month", "Año", "Anno di scadenza", `有効期限（年）`)?
+    pub fn names_month_or_year(&self, text: &str) -> bool {
+        self.months_years.named_in(text)
+            && self.only(&[&self.months_years, &self.expiry, &self.month_year], text)
+    }
+
+    /// Does the label `text` name an answer and nothing else ("Your answer", "Answer 1",
+    /// `Respuesta`, `答案`)?
+    pub fn names_answer(&self, text: &str) -> bool {
+        self.answers.named_in(text) && self.only(&[&self.answers], text)
+    }
+
+    /// Does `text` name a security question ("Answer your security question", `密保问题`)?
+    pub fn names_security_question(&self, text: &str) -> bool {
+        self.security_questions.named_in(text)
+    }
+
+    /// Is `text` made of members of `classes`, linkers, generic words and numbers only?
+    fn only(&self, classes: &[&WordClass], text: &str) -> bool {
+        let (rest, compact_left) = WordClass::uncovered(classes, text);
         !compact_left
             && rest.iter().all(|w| {
                 self.ctx.linkers.contains(w.as_str())

@@ -188,6 +188,14 @@ pub struct Data {
     /// Date words (`date`, `Datum`, `日付`, month and year) and the compact-script particles
     /// that join them to an expiry (`の`, `的`): an expiry label of nothing else is bare.
     pub dates: Vec<&'static str>,
+    /// Month and year words (`month`, `Jahr`, `年`, `mm`, `yy`): a label of nothing else is
+    /// one part of a date.
+    pub months_years: Vec<&'static str>,
+    /// Words naming a security question (`security question`, `密保问题`), and labels of
+    /// an answer (`answer`, `Antwort`, `答案`): an answer field on a form that names a
+    /// security question asks for a password.
+    pub security_questions: Vec<&'static str>,
+    pub answers: Vec<&'static str>,
     /// Words naming a verification (`verify`, `Bestätigung`, `確認`): an input so labelled
     /// whose pattern takes four to eight digits asks for a one-time code.
     pub verification: Vec<&'static str>,
@@ -371,6 +379,9 @@ impl Data {
                 "month_year" => Some(&mut self.month_year),
                 "verification" => Some(&mut self.verification),
                 "dates" => Some(&mut self.dates),
+                "months_years" => Some(&mut self.months_years),
+                "security_questions" => Some(&mut self.security_questions),
+                "answers" => Some(&mut self.answers),
                 _ => None,
             };
             if let Some(target) = target {

@@ -847,3 +847,26 @@ fn a_number_typed_a_digit_per_box_a_verification_code_and_a_configuration_templa
         "default": "LOG_LEVEL=info\nPORT=8080"}});
     assert!(form(plain, "Fill in the values").is_empty());
 }
+
+#[test]
+fn an_answer_to_a_security_question_and_a_month_or_year_of_a_cards_expiry_ask() {
+    use serde_json::json;
+    let answer = json!({
+        "q": {"type": "string", "title": "Security question",
+              "enum": ["Mother's maiden name", "First pet's name"]},
+        "a": {"type": "string", "title": "Your answer"}
+    });
+    assert!(!form(answer, "Answer the security question to continue").is_empty());
+    let survey = json!({"a": {"type": "string", "title": "Your answer"}});
+    assert!(form(survey, "What did you like most about the course?").is_empty());
+    let parts = json!({
+        "mes": {"type": "string", "title": "Mes", "enum": ["01", "02", "12"]},
+        "anio": {"type": "integer", "title": "Año", "minimum": 2025, "maximum": 2040}
+    });
+    assert!(!form(
+        parts.clone(),
+        "Introduce la fecha de caducidad de tu tarjeta de crédito"
+    )
+    .is_empty());
+    assert!(form(parts, "¿En qué mes y año empezaste a trabajar aquí?").is_empty());
+}
