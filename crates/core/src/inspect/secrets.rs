@@ -54,6 +54,7 @@ mod step {
         "the field's label names a verification and its pattern takes a code of four to eight digits";
     pub const TEMPLATE: &str =
         "the field's default is a configuration template whose variable names a secret to fill in";
+    pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
     pub const ANSWER: &str =
         "the field's label names an answer, and the form names a security question";
     pub const EXPIRY: &str =
@@ -217,12 +218,18 @@ pub(crate) fn check_form(
         let expiry_label = |t: &str| {
             lexicon.names_bare_expiry(t) && !(holds != Holds::Text && lexicon.names_quantity(t))
         };
+        // Under a blank label ("Value", "Input") the description says what the field holds:
+        // "Key in the new expiry date from your replacement card (MM/YY)".
+        let title = prop.get("title").and_then(Value::as_str);
+        let blank_label = !lexicon.names_something(title.unwrap_or(name));
         let labelled_expiry = holds.fits(Category::CardExpiry)
             && (expiry_label(name)
-                || prop
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .is_some_and(expiry_label));
+                || title.is_some_and(expiry_label)
+                || (blank_label
+                    && prop
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .is_some_and(|d| lexicon.names_expiry(d))));
         let fits = check_field(&field, message, lexicon, &loc(), hits);
         if labelled_expiry && hits.count() == before {
             expiries.push((loc(), prop));
@@ -257,6 +264,21 @@ pub(crate) fn check_form(
                     term: None,
                 };
                 hits.explain(RuleId::FormSecret, loc(), "secret.context:otp", why);
+            }
+        }
+        // Credentials asked by their shape: the field shows a connection string with a
+        // password ("e.g. postgresql://benutzer:passwort@host:5432/db").
+        if hits.count() == before && holds == Holds::Text {
+            let shown = ["title", "description", "default"]
+                .into_iter()
+                .filter_map(|k| prop.get(k).and_then(Value::as_str))
+                .find(|t| super::urls::shows_connection_with_password(t));
+            if shown.is_some() {
+                let why = Why {
+                    because: step::CONNECTION,
+                    term: None,
+                };
+                hits.explain(RuleId::FormSecret, loc(), "secret.context:credentials", why);
             }
         }
         if fits {

@@ -224,7 +224,81 @@ pub(crate) fn find_link(text_in: &str) -> Option<&'static str> {
     if !maybe {
         return None;
     }
-    LINKS.matches(&t).iter().next().map(|i| LINK_PATTERNS[i].1)
+    let matches = LINKS.matches(&t);
+    let mut found = matches.iter();
+    let first = found.next()?;
+    // `scheme://` alone: only where some such URL can be followed.
+    if first == 0 && found.next().is_none() && !URLS.find_iter(&t).any(|m| followable(m.as_str())) {
+        return None;
+    }
+    Some(LINK_PATTERNS[first].1)
+}
+
+/// Every `scheme://…` run of a text (what `link.url` fires on).
+#[allow(clippy::expect_used)]
+static URLS: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\b[a-z][a-z0-9+.\-]{1,31}://[^\s]+").expect("static regex compiles")
+});
+
+/// Schemes of connection strings (`postgres://user:pass@host/db`): a field that shows one
+/// with a password asks for credentials ([`shows_connection_with_password`]). They stay
+/// links for `form.url`: a client may still hand them to whatever claims the scheme.
+const CONNECTION_SCHEMES: &[&str] = &[
+    "postgres",
+    "postgresql",
+    "mysql",
+    "mariadb",
+    "mongodb",
+    "mongodb+srv",
+    "redis",
+    "rediss",
+    "amqp",
+    "amqps",
+    "sqlserver",
+    "mssql",
+    "cassandra",
+    "kafka",
+    "nats",
+    "mqtt",
+    "mqtts",
+    "clickhouse",
+    "cockroachdb",
+    "neo4j",
+    "bolt",
+    "jdbc",
+    "memcached",
+    "etcd",
+    "s3",
+    "gs",
+    "az",
+    "abfss",
+    "hdfs",
+];
+
+/// Does `text` show a connection string carrying a password (`postgres://user:pass@host`,
+/// `mqtts://user:<password>@broker`)? A field described so holds credentials.
+pub(crate) fn shows_connection_with_password(text: &str) -> bool {
+    text.contains("://")
+        && URLS.find_iter(text).any(|m| {
+            let Some((scheme, rest)) = m.as_str().split_once("://") else {
+                return false;
+            };
+            let userinfo = rest.split(['/', '?', '#']).next().unwrap_or("");
+            CONNECTION_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str())
+                && userinfo
+                    .rsplit_once('@')
+                    .is_some_and(|(user, _)| user.contains(':'))
+        })
+}
+
+/// Can `url` (a `scheme://…` run) be followed? Not a pattern whose host holds a wildcard
+/// (`https://*.example.com/*`, an allowlist entry).
+fn followable(url: &str) -> bool {
+    let Some((_, rest)) = url.split_once("://") else {
+        return true;
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
+    !host.contains('*')
 }
 
 /// Repeated percent-decoding, bounded: the one decoding the audit scrubber uses too.

@@ -1588,6 +1588,14 @@ impl SecretLexicon {
         if role != Role::Label && self.question_about(keys, (i, len, term), question, true) {
             return true;
         }
+        // A request whose object is something else: "Enter a name for your API key", "Tell
+        // us why you're revoking this token".
+        if role != Role::Label
+            && self.terms[term].category != Category::CardExpiry
+            && self.object_elsewhere(keys, i)
+        {
+            return true;
+        }
         // So does a relative clause after what the text is about: "Hostname of the server
         // whose admin password will be rotated", "A description that helps your team
         // understand what this secret holds".
@@ -1637,6 +1645,39 @@ impl SecretLexicon {
             return (ctx.meta_before.contains(w) || head) && !requested;
         }
         false
+    }
+
+    /// Does the request before the term ask for something else the text names, the term
+    /// being its topic? The first word after the
+    /// verb, articles and numbers aside, names what the user types: a content word ("Enter
+    /// a name for your API key", "Indícanos el nombre que quieres dar a la nueva clave de
+    /// API") or an interrogative of circumstance ("Tell us why you're revoking this
+    /// token"; not a card's expiry, which "when" asks for). A conjunction before the term
+    /// adds it as a second object: "Enter your email address and password" asks for both.
+    fn object_elsewhere(&self, keys: &[&str], i: usize) -> bool {
+        let ctx = &self.ctx;
+        let verb = |w: &str| ctx.cues.contains(w) && !ctx.linkers.contains(w);
+        let skip = |w: &str| ctx.linkers.contains(w) || is_number(w);
+        let lo = i.saturating_sub(8);
+        let Some(v) = keys[lo..i].iter().rposition(|w| verb(w)).map(|v| v + lo) else {
+            return false;
+        };
+        let between = &keys[v + 1..i];
+        if between.iter().any(|w| ctx.conjunctions.contains(*w)) {
+            return false;
+        }
+        let Some(o) = between.iter().position(|w| !skip(w)) else {
+            return false;
+        };
+        let object = between[o];
+        // A content word joined to the term by a preposition only ("a name for your API
+        // key"); one right before it modifies it ("your email password" is a password).
+        let rest = &between[o + 1..];
+        let content = ctx.content.contains(object)
+            && !ctx.blank.contains(object)
+            && !rest.is_empty()
+            && rest.iter().all(|w| skip(w));
+        content || ctx.circumstances.contains(object)
     }
 
     /// A request cue within three words before the term, or five after it (verb-final

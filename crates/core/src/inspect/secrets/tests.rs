@@ -870,3 +870,22 @@ fn an_answer_to_a_security_question_and_a_month_or_year_of_a_cards_expiry_ask() 
     .is_empty());
     assert!(form(parts, "¿En qué mes y año empezaste a trabajar aquí?").is_empty());
 }
+
+#[test]
+fn a_request_for_something_else_names_the_secret_as_its_topic() {
+    prose_asks_none(&[
+        "Enter a name for your new API key.",
+        "Впишите, почему отзываете токен.",
+    ]);
+    prose_asks(&[
+        "Enter your email address and password.",
+        "Confirm your email password below.",
+    ]);
+    use serde_json::json;
+    let conn = json!({"v": {"type": "string", "title": "Verbindung",
+        "description": "z. B. postgresql://benutzer:passwort@host:5432/db"}});
+    assert!(!form(conn, "Datenbank verbinden").is_empty());
+    let expiry = json!({"v": {"type": "string", "title": "Value",
+        "description": "Key in the new expiry date from your replacement card (MM/YY)."}});
+    assert!(!form(expiry, "Your card was declined").is_empty());
+}

@@ -188,6 +188,13 @@ fn pii_in_path_query_fragment() {
 fn links_in_text() {
     for (t, want) in [
         ("Visit https://evil.example/login", Some("link.url")),
+        // An allowlist pattern offers nothing to follow; a connection string is a link.
+        ("One pattern per line, e.g. https://*.example.com/*", None),
+        (
+            "e.g. https://*.example.com/* or see https://evil.example",
+            Some("link.url"),
+        ),
+        ("e.g. postgres://user@host:5432/db", Some("link.url")),
         ("see [docs](http://x.example)", Some("link.url")),
         ("ｈｔｔｐｓ：／／evil.example", Some("link.url")),
         ("click javascript:alert(1)", Some("link.script")),
