@@ -149,12 +149,13 @@ pub(crate) fn check_form(
         // A label that says anything of what the field holds ("Query", "Match regex") makes
         // its default that content pre-filled too (`service:auth "invalid password"`); only
         // under a blank label (`value`, untitled) is a default the text to complete.
-        let labelled = own
-            || lexicon.names_something(name)
-            || prop
-                .get("title")
-                .and_then(Value::as_str)
-                .is_some_and(|t| lexicon.names_something(t));
+        let labelled = || {
+            own || lexicon.names_something(name)
+                || prop
+                    .get("title")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| lexicon.names_something(t))
+        };
         hidden_texts(prop, kind, &mut |at, t| {
             // A configuration template pre-filled in a free input asks the user to complete
             // the variables it assigns: `OPENAI_API_KEY=sk-...`, `DB_PASSWORD=<your password>`.
@@ -188,7 +189,7 @@ pub(crate) fn check_form(
                 let blank = t.trim_end().ends_with([':', '：', '=']) || t.contains("__");
                 if blank {
                     Role::Label
-                } else if labelled && !text::is_question(t) {
+                } else if labelled() && !text::is_question(t) {
                     Role::Hidden
                 } else {
                     Role::Prose
@@ -214,50 +215,44 @@ pub(crate) fn check_form(
             own,
         };
         let before = hits.count();
-        // A number counting something ("Days before expiry") is no card's expiry.
-        let expiry_label = |t: &str| {
-            lexicon.names_bare_expiry(t) && !(holds != Holds::Text && lexicon.names_quantity(t))
-        };
-        // Under a blank label ("Value", "Input") the description says what the field holds:
-        // "Key in the new expiry date from your replacement card (MM/YY)".
-        let title = prop.get("title").and_then(Value::as_str);
-        let blank_label = !lexicon.names_something(title.unwrap_or(name));
-        let labelled_expiry = holds.fits(Category::CardExpiry)
-            && (expiry_label(name)
-                || title.is_some_and(expiry_label)
-                || (blank_label
-                    && prop
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .is_some_and(|d| lexicon.names_expiry(d))));
         let fits = check_field(&field, message, lexicon, &loc(), hits);
-        if labelled_expiry && hits.count() == before {
-            expiries.push((loc(), prop));
-        } else if hits.count() == before
-            && holds == Holds::Text
-            && (lexicon.names_answer(name)
-                || prop
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| lexicon.names_answer(t)))
-        {
-            answers.push(loc());
-        } else if hits.count() == before
-            && holds.fits(Category::CardExpiry)
-            && (lexicon.names_month_or_year(name)
-                || prop
-                    .get("title")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| lexicon.names_month_or_year(t)))
-        {
-            parts.push((loc(), prop));
-        }
-        // A one-time code asked by its shape: an input labelled with a verification whose
-        // pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
-        if hits.count() == before && holds.fits(Category::Otp) && digits_pattern(prop) {
+        // Nothing named a secret: what else the labels name may still ask for one by
+        // context (a card's expiry, a security answer, a verification code).
+        if hits.count() == before && kind.is_free_input() {
             let title = prop.get("title").and_then(Value::as_str);
-            if lexicon.names_verification(name)
-                || title.is_some_and(|t| lexicon.names_verification(t))
+            let names = lexicon.label_sense(name);
+            let titles = title.map(|t| lexicon.label_sense(t)).unwrap_or_default();
+            // A number counting something ("Days before expiry") is no card's expiry.
+            let counted = || {
+                holds != Holds::Text
+                    && (lexicon.names_quantity(name)
+                        || title.is_some_and(|t| lexicon.names_quantity(t)))
+            };
+            // Under a blank label ("Value", "Input") the description says what the field
+            // holds: "Key in the new expiry date from your replacement card (MM/YY)".
+            let described_expiry = || {
+                prop.get("description")
+                    .and_then(Value::as_str)
+                    .is_some_and(|d| lexicon.names_expiry(d))
+                    && !lexicon.names_something(title.unwrap_or(name))
+            };
+            if holds.fits(Category::CardExpiry)
+                && (names.bare_expiry || titles.bare_expiry || described_expiry())
+                && !counted()
+            {
+                expiries.push((loc(), prop));
+            } else if holds == Holds::Text && (names.answer || titles.answer) {
+                answers.push(loc());
+            } else if holds.fits(Category::CardExpiry)
+                && (names.month_or_year || titles.month_or_year)
+            {
+                parts.push((loc(), prop));
+            }
+            // A one-time code asked by its shape: an input labelled with a verification
+            // whose pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
+            if holds.fits(Category::Otp)
+                && (names.verification || titles.verification)
+                && digits_pattern(prop)
             {
                 let why = Why {
                     because: step::CODE_SHAPE,

@@ -7,11 +7,74 @@
 //! (a field labelled with an expiry on a form that names a card asks for the card's expiry).
 //! Never: decides a rule.
 
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 
 use crate::text::fold as text;
+
+/// A text read once for every class: its folded words and, when it holds a script written
+/// without spaces, its compact form.
+pub(crate) struct Read {
+    words: Vec<text::Word>,
+    compact: Option<String>,
+}
+
+impl Read {
+    pub(crate) fn new(t: &str) -> Read {
+        let compact =
+            (!t.is_ascii() && t.chars().any(text::is_compact_script)).then(|| text::compact(t));
+        Read {
+            words: text::words(t),
+            compact,
+        }
+    }
+}
+
+/// A quick test that an ASCII text cannot name a member of some classes: none of its words
+/// is a first word of one, read without allocating (a label is a few short words).
+#[derive(Debug, Default)]
+pub(crate) struct FirstWords {
+    words: foldhash::HashSet<String>,
+    stems: Vec<String>,
+}
+
+impl FirstWords {
+    pub(crate) fn of(classes: &[&WordClass]) -> FirstWords {
+        let mut firsts = FirstWords::default();
+        for class in classes {
+            let (words, stems) = class.first_words();
+            firsts.words.extend(words.map(str::to_owned));
+            firsts.stems.extend(stems.map(str::to_owned));
+        }
+        firsts
+    }
+
+    /// Might the ASCII `text` name a member? (`true` for any text with other characters.)
+    pub(crate) fn may_name(&self, text: &str) -> bool {
+        if !text.is_ascii() || text.contains('&') {
+            return true;
+        }
+        let mut buf = [0u8; 32];
+        text.split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .any(|w| {
+                if w.len() > buf.len() {
+                    return true;
+                }
+                let lower = &mut buf[..w.len()];
+                lower.copy_from_slice(w.as_bytes());
+                lower.make_ascii_lowercase();
+                let lower = std::str::from_utf8(lower).unwrap_or_default();
+                // camelCase and glued digits split further when read in full: let those
+                // through.
+                w.bytes().skip(1).any(|b| b.is_ascii_uppercase())
+                    || self.words.contains(lower)
+                    || self.stems.iter().any(|s| lower.starts_with(s.as_str()))
+                    || lower.trim_end_matches(|c: char| c.is_ascii_digit()).len() < lower.len()
+            })
+    }
+}
 
 /// One class of words: members are word sequences (`son kullanma`, `date d expiration`) or,
 /// in compact scripts, substrings (`有効期限`).
@@ -77,42 +140,56 @@ impl WordClass {
         class
     }
 
-    /// Does `text` contain a member (a whole-word sequence, or a compact substring)?
-    pub(crate) fn named_in(&self, text: &str) -> bool {
-        let words = text::words(text);
-        self.member_at(&words).next().is_some()
-            || self.compact.as_ref().is_some_and(|ac| {
-                !text.is_ascii()
-                    && text.chars().any(text::is_compact_script)
-                    && ac.is_match(&text::compact(text))
-            })
+    /// The first words of the members of spaced scripts, and the stems among them.
+    pub(crate) fn first_words(&self) -> (impl Iterator<Item = &str>, impl Iterator<Item = &str>) {
+        (
+            self.by_first.keys().map(String::as_str),
+            self.stems.iter().map(|(s, _)| s.as_str()),
+        )
     }
 
-    /// The words of `text` no member of any of `classes` covers, and whether compact-script
+    /// Does `text` contain a member (a whole-word sequence, or a compact substring)?
+    pub(crate) fn named_in(&self, text: &str) -> bool {
+        self.named(&Read::new(text))
+    }
+
+    /// [`WordClass::named_in`] over a text already read.
+    pub(crate) fn named(&self, read: &Read) -> bool {
+        self.member_at(&read.words).next().is_some()
+            || self
+                .compact
+                .as_ref()
+                .zip(read.compact.as_deref())
+                .is_some_and(|(ac, c)| ac.is_match(c))
+    }
+
+    /// The words of a text no member of any of `classes` covers, and whether compact-script
     /// text is left over too: "Reisepass gültig bis" leaves `reisepass` past `gültig bis`.
-    pub(crate) fn uncovered(classes: &[&WordClass], text: &str) -> (Vec<String>, bool) {
-        let words = text::words(text);
-        let mut covered = vec![false; words.len()];
+    pub(crate) fn uncovered<'r>(
+        classes: &[&WordClass],
+        read: &'r Read,
+    ) -> (impl Iterator<Item = &'r str>, bool) {
+        let mut covered = vec![false; read.words.len()];
         for class in classes {
-            for (i, len) in class.member_at(&words) {
+            for (i, len) in class.member_at(&read.words) {
                 covered[i..i + len].iter_mut().for_each(|c| *c = true);
             }
         }
-        let rest = words
-            .into_iter()
+        let rest = read
+            .words
+            .iter()
             .zip(covered)
             .filter(|(_, c)| !c)
-            .map(|(w, _)| w.folded)
-            .collect();
-        let compact_left = !text.is_ascii() && text.chars().any(text::is_compact_script) && {
-            let mut c = text::compact(text);
+            .map(|(w, _)| w.folded.as_str());
+        let compact_left = read.compact.as_deref().is_some_and(|c| {
+            let mut c = c.to_owned();
             for class in classes {
                 if let Some(ac) = &class.compact {
                     c = ac.replace_all(&c, &vec![""; ac.patterns_len()]);
                 }
             }
             c.chars().any(text::is_compact_script)
-        };
+        });
         (rest, compact_left)
     }
 
@@ -177,6 +254,26 @@ mod tests {
         assert!(class.named_in("Kredi kartınızı güncelleyin"));
         assert!(class.named_in("Kartınızın"));
         assert!(!class.named_in("Kart"));
+    }
+
+    #[test]
+    fn first_words_let_through_every_text_that_may_name_a_member() {
+        let mut errors = Vec::new();
+        let class = WordClass::new(&["expiry date", "kart*"], &mut errors);
+        let firsts = FirstWords::of(&[&class]);
+        for t in [
+            "Expiry",
+            "card EXPIRY (MM/YY)",
+            "kartın",
+            "expiryDate",
+            "word2",
+            "Ablauf é",
+        ] {
+            assert!(firsts.may_name(t), "{t}");
+        }
+        for t in ["Branch", "Deploy at", "Git branch to release"] {
+            assert!(!firsts.may_name(t), "{t}");
+        }
     }
 
     #[test]

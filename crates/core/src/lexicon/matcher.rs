@@ -32,7 +32,7 @@ use std::sync::{Arc, LazyLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
 
-use super::classes::WordClass;
+use super::classes::{FirstWords, Read, WordClass};
 use super::{Category, Data, Strength};
 use crate::text::fold::{self as text, Word};
 
@@ -207,6 +207,22 @@ struct Context {
     clitics: Vec<String>,
 }
 
+/// What a field's label names besides secret terms ([`SecretLexicon::label_sense`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LabelSense {
+    /// An expiry and nothing else but dates, a month/year format, a card and function
+    /// words ("Expiry date", "Date d'expiration", `有効期限（月）`), not what expires
+    /// ("Reisepass gültig bis", `licence_expiry`).
+    pub bare_expiry: bool,
+    /// A month or a year and nothing else ("Month", "Año", `年`); an expiry's month or year
+    /// is a [`LabelSense::bare_expiry`].
+    pub month_or_year: bool,
+    /// An answer and nothing else ("Your answer", "Answer 1", `Respuesta`, `答案`).
+    pub answer: bool,
+    /// A verification ("Verify it's you", `Bestätigung`, `確認`).
+    pub verification: bool,
+}
+
 /// The compiled secret lexicon.
 pub struct SecretLexicon {
     terms: Vec<TermInfo>,
@@ -243,6 +259,8 @@ pub struct SecretLexicon {
     cards: WordClass,
     month_year: WordClass,
     verification: WordClass,
+    /// The first words of the classes [`SecretLexicon::label_sense`] reads.
+    label_firsts: FirstWords,
     dates: WordClass,
     months_years: WordClass,
     security_questions: WordClass,
@@ -720,6 +738,7 @@ impl SecretLexicon {
         let months_years = WordClass::new(&data.months_years, &mut errors);
         let security_questions = WordClass::new(&data.security_questions, &mut errors);
         let answers = WordClass::new(&data.answers, &mut errors);
+        let label_firsts = FirstWords::of(&[&expiry, &months_years, &answers, &verification]);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -746,6 +765,7 @@ impl SecretLexicon {
             expiry,
             cards,
             month_year,
+            label_firsts,
             verification,
             dates,
             months_years,
@@ -1056,37 +1076,35 @@ impl SecretLexicon {
     /// Does the label `text` name an expiry or a validity (`Expiry date`, "Son kullanma
     /// tarihi", `有効期限（月）`)?
     pub fn names_expiry(&self, text: &str) -> bool {
-        self.expiry.named_in(text)
+        self.label_firsts.may_name(text) && self.expiry.named_in(text)
     }
 
-    /// Does the label `text` name an expiry and nothing else but dates, a month/year format,
-    /// a card and function words ("Expiry date", "Date d'expiration", "有効期限（月）"), not
-    /// what expires ("Reisepass gültig bis", `licence_expiry`)?
-    pub fn names_bare_expiry(&self, text: &str) -> bool {
-        if !self.expiry.named_in(text) {
-            return false;
+    /// What the label `text` names besides secret terms, read once ([`LabelSense`]).
+    pub fn label_sense(&self, text: &str) -> LabelSense {
+        if !self.label_firsts.may_name(text) {
+            return LabelSense::default();
         }
-        let classes = [
-            &self.expiry,
-            &self.month_year,
-            &self.dates,
-            &self.months_years,
-            &self.cards,
-        ];
-        self.only(&classes, text)
-    }
-
-    /// Does the label `text` name a month or a year and nothing else but an expiry and
-    /// function words ("Month", "Año", "Anno di scadenza", `有効期限（年）`)?
-    pub fn names_month_or_year(&self, text: &str) -> bool {
-        self.months_years.named_in(text)
-            && self.only(&[&self.months_years, &self.expiry, &self.month_year], text)
-    }
-
-    /// Does the label `text` name an answer and nothing else ("Your answer", "Answer 1",
-    /// `Respuesta`, `答案`)?
-    pub fn names_answer(&self, text: &str) -> bool {
-        self.answers.named_in(text) && self.only(&[&self.answers], text)
+        let read = Read::new(text);
+        let expiry = self.expiry.named(&read);
+        let months = self.months_years.named(&read);
+        LabelSense {
+            bare_expiry: expiry
+                && self.only(
+                    &[
+                        &self.expiry,
+                        &self.month_year,
+                        &self.dates,
+                        &self.months_years,
+                        &self.cards,
+                    ],
+                    &read,
+                ),
+            month_or_year: !expiry
+                && months
+                && self.only(&[&self.months_years, &self.month_year], &read),
+            answer: self.answers.named(&read) && self.only(&[&self.answers], &read),
+            verification: self.verification.named(&read),
+        }
     }
 
     /// Does `text` name a security question ("Answer your security question", `密保问题`)?
@@ -1094,15 +1112,12 @@ impl SecretLexicon {
         self.security_questions.named_in(text)
     }
 
-    /// Is `text` made of members of `classes`, linkers, generic words and numbers only?
-    fn only(&self, classes: &[&WordClass], text: &str) -> bool {
-        let (rest, compact_left) = WordClass::uncovered(classes, text);
+    /// Is the text made of members of `classes`, linkers, generic words and numbers only?
+    fn only(&self, classes: &[&WordClass], read: &Read) -> bool {
+        let (mut rest, compact_left) = WordClass::uncovered(classes, read);
         !compact_left
-            && rest.iter().all(|w| {
-                self.ctx.linkers.contains(w.as_str())
-                    || self.ctx.blank.contains(w.as_str())
-                    || is_number(w)
-            })
+            && rest
+                .all(|w| self.ctx.linkers.contains(w) || self.ctx.blank.contains(w) || is_number(w))
     }
 
     /// Does `text` name a payment card ("Complete your card details", `بطاقتك`)?
@@ -1113,11 +1128,6 @@ impl SecretLexicon {
     /// Does `text` write a month/year format (`MM/YY`, "mois/année", `月/年`)?
     pub fn shows_month_year(&self, text: &str) -> bool {
         self.month_year.named_in(text)
-    }
-
-    /// Does the label `text` name a verification ("Verify it's you", `Bestätigung`, `確認`)?
-    pub fn names_verification(&self, text: &str) -> bool {
-        self.verification.named_in(text)
     }
 
     /// Does the label `text` name a unit or a count (`days`, `max_attempts`, "Wymuszaj

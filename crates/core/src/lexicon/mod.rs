@@ -13,7 +13,7 @@
 mod classes;
 mod matcher;
 
-pub use matcher::{Match, Role, SecretLexicon};
+pub use matcher::{LabelSense, Match, Role, SecretLexicon};
 
 use std::sync::LazyLock;
 
