@@ -50,15 +50,8 @@ mod step {
     pub const SPLIT: &str = "the field's name and title read together name a secret";
     pub const FORM_TEXT: &str =
         "the form's message or title asks for a secret, and one of its inputs can hold it";
-    pub const CODE_SHAPE: &str =
-        "the field's label names a verification and its pattern takes a code of four to eight digits";
     pub const TEMPLATE: &str =
         "the field's default is a configuration template whose variable names a secret to fill in";
-    pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
-    pub const ANSWER: &str =
-        "the field's label names an answer, and the form names a security question";
-    pub const EXPIRY: &str =
-        "the field's label names an expiry (or a month or a year of one), and the form names a payment card or the field a month/year format";
 }
 
 /// A finding of `form.secret` for match `m`, explained by `because`.
@@ -94,12 +87,8 @@ pub(crate) fn check_form(
     // Number inputs of one digit each: three or more are one number typed a digit per box
     // ("Enter your card PIN, one digit per box").
     let boxes = props.values().filter(|p| one_digit(p)).count();
-    // Inputs labelled with an expiry, or with a month or a year, and nothing else found
-    // ([`card_expiries`]).
-    let mut expiries: Vec<(String, &Value)> = Vec::new();
-    let mut parts: Vec<(String, &Value)> = Vec::new();
-    // Text inputs labelled with an answer and nothing else found ([`security_answers`]).
-    let mut answers: Vec<String> = Vec::new();
+    // What fields ask by context or shape, decided once the whole form is read.
+    let mut context = context::Context::default();
     for (name, prop) in props {
         if !allow.is_empty() && allow.contains(&text::fold(&text::nfkc(name))) {
             continue;
@@ -216,65 +205,9 @@ pub(crate) fn check_form(
         };
         let before = hits.count();
         let fits = check_field(&field, message, lexicon, &loc(), hits);
-        // Nothing named a secret: what else the labels name may still ask for one by
-        // context (a card's expiry, a security answer, a verification code).
-        if hits.count() == before && kind.is_free_input() {
-            let title = prop.get("title").and_then(Value::as_str);
-            let names = lexicon.label_sense(name);
-            let titles = title.map(|t| lexicon.label_sense(t)).unwrap_or_default();
-            // A number counting something ("Days before expiry") is no card's expiry.
-            let counted = || {
-                holds != Holds::Text
-                    && (lexicon.names_quantity(name)
-                        || title.is_some_and(|t| lexicon.names_quantity(t)))
-            };
-            // Under a blank label ("Value", "Input") the description says what the field
-            // holds: "Key in the new expiry date from your replacement card (MM/YY)".
-            let described_expiry = || {
-                prop.get("description")
-                    .and_then(Value::as_str)
-                    .is_some_and(|d| lexicon.names_expiry(d))
-                    && !lexicon.names_something(title.unwrap_or(name))
-            };
-            if holds.fits(Category::CardExpiry)
-                && (names.bare_expiry || titles.bare_expiry || described_expiry())
-                && !counted()
-            {
-                expiries.push((loc(), prop));
-            } else if holds == Holds::Text && (names.answer || titles.answer) {
-                answers.push(loc());
-            } else if holds.fits(Category::CardExpiry)
-                && (names.month_or_year || titles.month_or_year)
-            {
-                parts.push((loc(), prop));
-            }
-            // A one-time code asked by its shape: an input labelled with a verification
-            // whose pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
-            if holds.fits(Category::Otp)
-                && (names.verification || titles.verification)
-                && digits_pattern(prop)
-            {
-                let why = Why {
-                    because: step::CODE_SHAPE,
-                    term: None,
-                };
-                hits.explain(RuleId::FormSecret, loc(), "secret.context:otp", why);
-            }
-        }
-        // Credentials asked by their shape: the field shows a connection string with a
-        // password ("e.g. postgresql://benutzer:passwort@host:5432/db").
-        if hits.count() == before && holds == Holds::Text {
-            let shown = ["title", "description", "default"]
-                .into_iter()
-                .filter_map(|k| prop.get(k).and_then(Value::as_str))
-                .find(|t| super::urls::shows_connection_with_password(t));
-            if shown.is_some() {
-                let why = Why {
-                    because: step::CONNECTION,
-                    term: None,
-                };
-                hits.explain(RuleId::FormSecret, loc(), "secret.context:credentials", why);
-            }
+        // Nothing named a secret: the field may still ask for one by context or shape.
+        if hits.count() == before {
+            context.field(&field, &loc(), lexicon, hits);
         }
         if fits {
             // An input labelled with what it holds is not a blank the message can fill with
@@ -284,8 +217,7 @@ pub(crate) fn check_form(
             }
         }
     }
-    card_expiries(&expiries, &parts, schema, message, lexicon, hits);
-    security_answers(&answers, schema, message, lexicon, hits);
+    context.finish(schema, message, lexicon, hits);
     // The message fills only blank inputs: one labelled with what it holds ("Feedback",
     // `order_number`), or shaped as an address or an identifier (`format: email`), says what
     // it takes, whatever secret the message names.
@@ -334,121 +266,6 @@ pub(crate) fn check_form(
     };
     if let Some(m) = message.and_then(asked) {
         record(hits, lexicon, "message".into(), &m, step::FORM_TEXT);
-    }
-}
-
-/// A card's expiry asked by context: an input that can hold it, labelled with an expiry or
-/// a validity alone ("Date d'expiration", "Son kullanma tarihi", `有効期限（月）`), asks for a
-/// card's when its own texts write a month/year format (`MM/AA`, "Monat/Jahr", a pattern of
-/// months) or the form names a payment card anywhere ("Complétez les informations de votre
-/// carte bancaire"). A membership's or a document's expiry on a form without a card passes.
-///
-/// An input labelled with a month or a year only ("Month", "Año", "Anno di scadenza" beside
-/// a month list) is one part of a card's expiry when the form names a payment card and
-/// either an expiry (the message, a title) or a month in a pattern (`^(0[1-9]|1[0-2])$`).
-fn card_expiries(
-    expiries: &[(String, &Value)],
-    parts: &[(String, &Value)],
-    schema: &Value,
-    message: Option<&str>,
-    lexicon: &SecretLexicon,
-    hits: &mut Hits,
-) {
-    if expiries.is_empty() && parts.is_empty() {
-        return;
-    }
-    fn own_texts(prop: &Value) -> impl Iterator<Item = &str> {
-        ["title", "description"]
-            .into_iter()
-            .filter_map(|k| prop.get(k).and_then(Value::as_str))
-    }
-    let months = |prop: &Value| {
-        own_texts(prop).any(|t| lexicon.shows_month_year(t))
-            || prop
-                .get("pattern")
-                .and_then(Value::as_str)
-                .is_some_and(|p| p.contains("0[1-9]|1[0-2]") || p.contains("0[1-9]|1[012]"))
-    };
-    // Every text of the form: its message, title and description, and each property's name,
-    // title and description.
-    let texts = || {
-        let form = [message, schema.get("title").and_then(Value::as_str)]
-            .into_iter()
-            .flatten()
-            .chain(schema.get("description").and_then(Value::as_str));
-        let fields = schema::properties(schema)
-            .into_iter()
-            .flatten()
-            .flat_map(|(name, p)| std::iter::once(name.as_str()).chain(own_texts(p)));
-        form.chain(fields)
-    };
-    let card = || texts().any(|t| lexicon.names_card(t));
-    let mut named_card = None;
-    let mut found = |at: &str| {
-        let why = Why {
-            because: step::EXPIRY,
-            term: None,
-        };
-        hits.explain(RuleId::FormSecret, at, "secret.context:card_expiry", why);
-    };
-    for (at, prop) in expiries {
-        if months(prop) || *named_card.get_or_insert_with(card) {
-            found(at);
-        }
-    }
-    if !parts.is_empty()
-        && *named_card.get_or_insert_with(card)
-        && (parts.iter().any(|(_, p)| months(p)) || texts().any(|t| lexicon.names_expiry(t)))
-    {
-        for (at, _) in parts {
-            found(at);
-        }
-    }
-}
-
-/// The answer to a security question is a password: a text input labelled only as an
-/// answer ("Your answer", `Respuesta`) on a form that names a security question anywhere
-/// (its message, or a question chosen from a list: "Answer your security question").
-fn security_answers(
-    answers: &[String],
-    schema: &Value,
-    message: Option<&str>,
-    lexicon: &SecretLexicon,
-    hits: &mut Hits,
-) {
-    if answers.is_empty() {
-        return;
-    }
-    let form = [message, schema.get("title").and_then(Value::as_str)]
-        .into_iter()
-        .flatten()
-        .chain(schema.get("description").and_then(Value::as_str));
-    let fields = schema::properties(schema)
-        .into_iter()
-        .flatten()
-        .flat_map(|(name, p)| {
-            std::iter::once(name.as_str()).chain(
-                ["title", "description"]
-                    .into_iter()
-                    .filter_map(|k| p.get(k).and_then(Value::as_str)),
-            )
-        });
-    if form
-        .chain(fields)
-        .any(|t| lexicon.names_security_question(t))
-    {
-        for at in answers {
-            let why = Why {
-                because: step::ANSWER,
-                term: None,
-            };
-            hits.explain(
-                RuleId::FormSecret,
-                at.as_str(),
-                "secret.context:password",
-                why,
-            );
-        }
     }
 }
 
@@ -664,27 +481,6 @@ fn assigned_names(t: &str) -> impl Iterator<Item = &str> {
     })
 }
 
-/// Does the field's `pattern` take exactly four to eight digits (`^[0-9]{6}$`, `^\d{4,8}$`)?
-fn digits_pattern(prop: &Value) -> bool {
-    let Some(p) = prop.get("pattern").and_then(Value::as_str) else {
-        return false;
-    };
-    let p = p.strip_prefix('^').unwrap_or(p);
-    let p = p.strip_suffix('$').unwrap_or(p);
-    let Some(count) = p
-        .strip_prefix("\\d{")
-        .or_else(|| p.strip_prefix("[0-9]{"))
-        .and_then(|r| r.strip_suffix('}'))
-    else {
-        return false;
-    };
-    let in_range = |n: &str| n.parse::<u32>().is_ok_and(|n| (4..=8).contains(&n));
-    match count.split_once(',') {
-        Some((lo, hi)) => in_range(lo) && in_range(hi),
-        None => in_range(count),
-    }
-}
-
 /// A number input that takes one digit (`maximum` 9 at most, no negative `minimum`).
 fn one_digit(prop: &Value) -> bool {
     let num = |k: &str| prop.get(k).and_then(Value::as_f64);
@@ -873,5 +669,6 @@ fn hidden_texts(prop: &Value, kind: schema::PropKind, each: &mut dyn FnMut(Hidde
     }
 }
 
+mod context;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,227 @@
+//! Secrets a form asks for by context or shape rather than by a term: a card's expiry under
+//! a bare expiry or month/year label beside a payment card, an answer field on a form that
+//! names a security question, a verification label above a code-shaped pattern, a
+//! connection string with a password shown in a field.
+//!
+//! Owns: collecting such fields while [`super::check_form`] walks the schema
+//! ([`Context::field`], for the fields no term decided) and the form-wide decisions once
+//! every field is read ([`Context::finish`]). The words are the lexicon's word classes
+//! (`expiry`, `dates`, `cards`, `month_year`, `months_years`, `answers`,
+//! `security_questions`, `verification` in `data/shared.txt`).
+
+use serde_json::Value;
+
+use super::super::urls;
+use super::{schema, Field, Hits, Holds, RuleId, SecretLexicon, Why};
+use crate::lexicon::Category;
+
+/// The steps of the decision procedure these rules take (docs/policy.md, "Asks by shape and
+/// context"), as a finding explains itself.
+mod step {
+    pub const EXPIRY: &str =
+        "the field's label names an expiry (or a month or a year of one), and the form names a payment card or the field a month/year format";
+    pub const ANSWER: &str =
+        "the field's label names an answer, and the form names a security question";
+    pub const CODE_SHAPE: &str =
+        "the field's label names a verification and its pattern takes a code of four to eight digits";
+    pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
+}
+
+/// Fields collected for the form-wide decisions.
+#[derive(Default)]
+pub(super) struct Context<'a> {
+    /// Inputs labelled with a bare expiry ([`Context::card_expiries`]).
+    expiries: Vec<(String, &'a Value)>,
+    /// Inputs labelled with a month or a year only.
+    parts: Vec<(String, &'a Value)>,
+    /// Text inputs labelled with an answer only ([`Context::security_answers`]).
+    answers: Vec<String>,
+}
+
+impl<'a> Context<'a> {
+    /// Read one free input no term decided: collect it for the form-wide rules, or record
+    /// what its shape asks for (a verification code, credentials).
+    pub(super) fn field(
+        &mut self,
+        field: &Field<'a>,
+        loc: &str,
+        lexicon: &SecretLexicon,
+        hits: &mut Hits,
+    ) {
+        let Field {
+            name, prop, holds, ..
+        } = *field;
+        let title = prop.get("title").and_then(Value::as_str);
+        let names = lexicon.label_sense(name);
+        let titles = title.map(|t| lexicon.label_sense(t)).unwrap_or_default();
+        // A number counting something ("Days before expiry") is no card's expiry.
+        let counted = || {
+            holds != Holds::Text
+                && (lexicon.names_quantity(name)
+                    || title.is_some_and(|t| lexicon.names_quantity(t)))
+        };
+        // Under a blank label ("Value", "Input") the description says what the field holds:
+        // "Key in the new expiry date from your replacement card (MM/YY)".
+        let described_expiry = || {
+            prop.get("description")
+                .and_then(Value::as_str)
+                .is_some_and(|d| lexicon.names_expiry(d))
+                && !lexicon.names_something(title.unwrap_or(name))
+        };
+        if holds.fits(Category::CardExpiry)
+            && (names.bare_expiry || titles.bare_expiry || described_expiry())
+            && !counted()
+        {
+            self.expiries.push((loc.to_owned(), prop));
+        } else if holds == Holds::Text && (names.answer || titles.answer) {
+            self.answers.push(loc.to_owned());
+        } else if holds.fits(Category::CardExpiry) && (names.month_or_year || titles.month_or_year)
+        {
+            self.parts.push((loc.to_owned(), prop));
+        }
+        // A one-time code asked by its shape: an input labelled with a verification whose
+        // pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
+        if holds.fits(Category::Otp)
+            && (names.verification || titles.verification)
+            && digits_pattern(prop)
+        {
+            explain(hits, loc, "secret.context:otp", step::CODE_SHAPE);
+        }
+        // Credentials asked by their shape: the field shows a connection string with a
+        // password ("e.g. postgresql://benutzer:passwort@host:5432/db").
+        if holds == Holds::Text
+            && ["title", "description", "default"]
+                .into_iter()
+                .filter_map(|k| prop.get(k).and_then(Value::as_str))
+                .any(urls::shows_connection_with_password)
+        {
+            explain(hits, loc, "secret.context:credentials", step::CONNECTION);
+        }
+    }
+
+    /// Decide what the collected fields ask, the whole form read.
+    pub(super) fn finish(
+        self,
+        schema: &Value,
+        message: Option<&str>,
+        lexicon: &SecretLexicon,
+        hits: &mut Hits,
+    ) {
+        if self.expiries.is_empty() && self.parts.is_empty() && self.answers.is_empty() {
+            return;
+        }
+        let form = Form { schema, message };
+        self.card_expiries(&form, lexicon, hits);
+        self.security_answers(&form, lexicon, hits);
+    }
+
+    /// A card's expiry asked by context: an input that can hold it, labelled with an expiry
+    /// or a validity alone ("Date d'expiration", "Son kullanma tarihi", `有効期限（月）`),
+    /// asks for a card's when its own texts write a month/year format (`MM/AA`,
+    /// "Monat/Jahr", a pattern of months) or the form names a payment card anywhere
+    /// ("Complétez les informations de votre carte bancaire"). A membership's or a
+    /// document's expiry on a form without a card passes.
+    ///
+    /// An input labelled with a month or a year only ("Month", "Año") is one part of a
+    /// card's expiry when the form names a payment card and either an expiry (the message, a
+    /// title) or a month in a pattern (`^(0[1-9]|1[0-2])$`).
+    fn card_expiries(&self, form: &Form<'_>, lexicon: &SecretLexicon, hits: &mut Hits) {
+        if self.expiries.is_empty() && self.parts.is_empty() {
+            return;
+        }
+        let months = |prop: &Value| {
+            own_texts(prop).any(|t| lexicon.shows_month_year(t))
+                || prop
+                    .get("pattern")
+                    .and_then(Value::as_str)
+                    .is_some_and(|p| p.contains("0[1-9]|1[0-2]") || p.contains("0[1-9]|1[012]"))
+        };
+        let card = || form.texts().any(|t| lexicon.names_card(t));
+        let mut named_card = None;
+        for (at, prop) in &self.expiries {
+            if months(prop) || *named_card.get_or_insert_with(card) {
+                explain(hits, at, "secret.context:card_expiry", step::EXPIRY);
+            }
+        }
+        if !self.parts.is_empty()
+            && *named_card.get_or_insert_with(card)
+            && (self.parts.iter().any(|(_, p)| months(p))
+                || form.texts().any(|t| lexicon.names_expiry(t)))
+        {
+            for (at, _) in &self.parts {
+                explain(hits, at, "secret.context:card_expiry", step::EXPIRY);
+            }
+        }
+    }
+
+    /// The answer to a security question is a password: a text input labelled only as an
+    /// answer ("Your answer", `Respuesta`) on a form that names a security question anywhere
+    /// (its message, or a question chosen from a list: "Answer your security question").
+    fn security_answers(&self, form: &Form<'_>, lexicon: &SecretLexicon, hits: &mut Hits) {
+        if !self.answers.is_empty() && form.texts().any(|t| lexicon.names_security_question(t)) {
+            for at in &self.answers {
+                explain(hits, at, "secret.context:password", step::ANSWER);
+            }
+        }
+    }
+}
+
+/// The form-wide texts the context rules read.
+struct Form<'v> {
+    schema: &'v Value,
+    message: Option<&'v str>,
+}
+
+impl<'v> Form<'v> {
+    /// Every text of the form: its message, title and description, and each property's
+    /// name, title and description.
+    fn texts(&self) -> impl Iterator<Item = &'v str> + use<'v> {
+        let schema = self.schema;
+        let own = [self.message, schema.get("title").and_then(Value::as_str)]
+            .into_iter()
+            .flatten()
+            .chain(schema.get("description").and_then(Value::as_str));
+        let fields = schema::properties(schema)
+            .into_iter()
+            .flatten()
+            .flat_map(|(name, p)| std::iter::once(name.as_str()).chain(own_texts(p)));
+        own.chain(fields)
+    }
+}
+
+/// A property's title and description.
+fn own_texts(prop: &Value) -> impl Iterator<Item = &str> {
+    ["title", "description"]
+        .into_iter()
+        .filter_map(|k| prop.get(k).and_then(Value::as_str))
+}
+
+/// A finding of `form.secret` decided by context, at `at`.
+fn explain(hits: &mut Hits, at: &str, detector: &str, because: &'static str) {
+    let why = Why {
+        because,
+        term: None,
+    };
+    hits.explain(RuleId::FormSecret, at, detector, why);
+}
+
+/// Does the field's `pattern` take exactly four to eight digits (`^[0-9]{6}$`, `^\d{4,8}$`)?
+fn digits_pattern(prop: &Value) -> bool {
+    let Some(p) = prop.get("pattern").and_then(Value::as_str) else {
+        return false;
+    };
+    let p = p.strip_prefix('^').unwrap_or(p);
+    let p = p.strip_suffix('$').unwrap_or(p);
+    let Some(count) = p
+        .strip_prefix("\\d{")
+        .or_else(|| p.strip_prefix("[0-9]{"))
+        .and_then(|r| r.strip_suffix('}'))
+    else {
+        return false;
+    };
+    let in_range = |n: &str| n.parse::<u32>().is_ok_and(|n| (4..=8).contains(&n));
+    match count.split_once(',') {
+        Some((lo, hi)) => in_range(lo) && in_range(hi),
+        None => in_range(count),
+    }
+}
