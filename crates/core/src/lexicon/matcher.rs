@@ -261,6 +261,8 @@ pub struct SecretLexicon {
     verification: WordClass,
     /// The first words of the classes [`SecretLexicon::label_sense`] reads.
     label_firsts: FirstWords,
+    /// The first words of `expiry` alone (descriptions and messages are long).
+    expiry_firsts: FirstWords,
     dates: WordClass,
     months_years: WordClass,
     security_questions: WordClass,
@@ -739,6 +741,7 @@ impl SecretLexicon {
         let security_questions = WordClass::new(&data.security_questions, &mut errors);
         let answers = WordClass::new(&data.answers, &mut errors);
         let label_firsts = FirstWords::of(&[&expiry, &months_years, &answers, &verification]);
+        let expiry_firsts = FirstWords::of(&[&expiry]);
         if !errors.is_empty() {
             return Err(errors);
         }
@@ -766,6 +769,7 @@ impl SecretLexicon {
             cards,
             month_year,
             label_firsts,
+            expiry_firsts,
             verification,
             dates,
             months_years,
@@ -1076,7 +1080,7 @@ impl SecretLexicon {
     /// Does the label `text` name an expiry or a validity (`Expiry date`, "Son kullanma
     /// tarihi", `有効期限（月）`)?
     pub fn names_expiry(&self, text: &str) -> bool {
-        self.label_firsts.may_name(text) && self.expiry.named_in(text)
+        self.expiry_firsts.may_name(text) && self.expiry.named_in(text)
     }
 
     /// What the label `text` names besides secret terms, read once ([`LabelSense`]).

@@ -62,11 +62,14 @@ impl<'a> Context<'a> {
         };
         // Under a blank label ("Value", "Input") the description says what the field holds:
         // "Key in the new expiry date from your replacement card (MM/YY)".
+        // A description that says what a field holds is a phrase, not a page: one of a
+        // few words is read, the label first.
         let described_expiry = || {
-            prop.get("description")
-                .and_then(Value::as_str)
-                .is_some_and(|d| lexicon.names_expiry(d))
-                && !lexicon.names_something(title.unwrap_or(name))
+            !lexicon.names_something(title.unwrap_or(name))
+                && prop
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .is_some_and(|d| d.len() <= 160 && lexicon.names_expiry(d))
         };
         if holds.fits(Category::CardExpiry)
             && (names.bare_expiry || titles.bare_expiry || described_expiry())
