@@ -214,8 +214,8 @@ pub struct LabelSense {
     /// words ("Expiry date", "Date d'expiration", `有効期限（月）`), not what expires
     /// ("Reisepass gültig bis", `licence_expiry`).
     pub bare_expiry: bool,
-    /// A month or a year and nothing else ("Month", "Año", `年`); an expiry's month or year
-    /// is a [`LabelSense::bare_expiry`].
+    /// A month, a year or a date and nothing else ("Month", "Año", `年`, "Date"); an
+    /// expiry's month or year is a [`LabelSense::bare_expiry`].
     pub month_or_year: bool,
     /// An answer and nothing else ("Your answer", "Answer 1", `Respuesta`, `答案`).
     pub answer: bool,
@@ -740,7 +740,8 @@ impl SecretLexicon {
         let months_years = WordClass::new(&data.months_years, &mut errors);
         let security_questions = WordClass::new(&data.security_questions, &mut errors);
         let answers = WordClass::new(&data.answers, &mut errors);
-        let label_firsts = FirstWords::of(&[&expiry, &months_years, &answers, &verification]);
+        let label_firsts =
+            FirstWords::of(&[&expiry, &months_years, &dates, &answers, &verification]);
         let expiry_firsts = FirstWords::of(&[&expiry]);
         if !errors.is_empty() {
             return Err(errors);
@@ -1104,8 +1105,8 @@ impl SecretLexicon {
                     &read,
                 ),
             month_or_year: !expiry
-                && months
-                && self.only(&[&self.months_years, &self.month_year], &read),
+                && (months || self.dates.named(&read))
+                && self.only(&[&self.months_years, &self.month_year, &self.dates], &read),
             answer: self.answers.named(&read) && self.only(&[&self.answers], &read),
             verification: self.verification.named(&read),
         }
@@ -1512,11 +1513,20 @@ impl SecretLexicon {
             return verb_between
                 || (i + len + 1 == keys.len() && ctx.linkers.contains(keys[i + len]));
         }
-        !prose
-            && keys[1..i].iter().any(|w| {
-                let number = is_number(w);
-                !(ctx.linkers.contains(*w) || number)
-            })
+        // A label so opened asks about the secret whatever comes between ("Which service is
+        // this password for?"); in prose, when the interrogative's own noun comes first, the
+        // question asks for that: "Which app generates your 2FA codes?" (not "What code did
+        // we just text you?").
+        let mut between = keys[1..i]
+            .iter()
+            .filter(|w| !(ctx.linkers.contains(**w) || is_number(w)));
+        if prose {
+            between
+                .next()
+                .is_some_and(|w| !ctx.cues.contains(*w) && !ctx.auxiliaries.contains(*w))
+        } else {
+            between.next().is_some()
+        }
     }
 
     /// A label that opens with what its field holds, then a relative clause holding the term

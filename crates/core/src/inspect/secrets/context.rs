@@ -54,6 +54,13 @@ impl<'a> Context<'a> {
         let title = prop.get("title").and_then(Value::as_str);
         let names = lexicon.label_sense(name);
         let titles = title.map(|t| lexicon.label_sense(t)).unwrap_or_default();
+        // A part of a date by the label the user reads: the name stands in only without a
+        // title (a field named `date` titled "희망 수령일", a delivery date, is no card's).
+        let part = if title.is_some() {
+            titles.month_or_year
+        } else {
+            names.month_or_year
+        };
         // A number counting something ("Days before expiry") is no card's expiry.
         let counted = || {
             holds != Holds::Text
@@ -78,8 +85,7 @@ impl<'a> Context<'a> {
             self.expiries.push((loc.to_owned(), prop));
         } else if holds == Holds::Text && (names.answer || titles.answer) {
             self.answers.push(loc.to_owned());
-        } else if holds.fits(Category::CardExpiry) && (names.month_or_year || titles.month_or_year)
-        {
+        } else if holds.fits(Category::CardExpiry) && part {
             self.parts.push((loc.to_owned(), prop));
         }
         // A one-time code asked by its shape: an input labelled with a verification whose

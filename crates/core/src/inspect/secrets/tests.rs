@@ -889,3 +889,27 @@ fn a_request_for_something_else_names_the_secret_as_its_topic() {
         "description": "Key in the new expiry date from your replacement card (MM/YY)."}});
     assert!(!form(expiry, "Your card was declined").is_empty());
 }
+
+#[test]
+fn a_question_whose_interrogative_has_its_own_noun_asks_for_that() {
+    use serde_json::json;
+    let fields = json!({
+        "where": {"type": "string", "title": "Where is the device kept?"},
+        "who": {"type": "string", "title": "Who holds the backup?"}
+    });
+    assert!(form(
+        fields.clone(),
+        "Which app generates your 2FA codes? We're documenting recovery."
+    )
+    .is_empty());
+    let code = json!({"v": {"type": "string"}});
+    assert!(!form(code, "What PIN did you choose for this card?").is_empty());
+    // A field named `date` whose title names what it holds is no part of a card's expiry.
+    let delivery =
+        json!({"date": {"type": "string", "format": "date", "title": "Preferred delivery day"}});
+    assert!(form(
+        delivery,
+        "Your credit card expires soon. When should we deliver the new one?"
+    )
+    .is_empty());
+}
