@@ -257,7 +257,7 @@ fn inspect_form(view: &ElicitationView<'_>, policy: &Policy, hits: &mut Hits) {
         // are the option labels.
         let shown = role != schema::TextRole::Value || matches!(loc.field, "enum" | "items.enum");
         if check_urls && shown {
-            if let Some(d) = urls::find_link(s) {
+            if let Some(d) = urls::find_link(s, &|t| policy.form().lexicon.gives_example(t)) {
                 hits.add(RuleId::FormUrl, loc.render(), d);
             }
         }
@@ -269,7 +269,7 @@ fn check_message_only(message: &str, policy: &Policy, hits: &mut Hits) {
         hits.add(RuleId::FormLimits, "message", "limits.message_bytes");
     }
     if enabled(policy, RuleId::FormUrl) {
-        if let Some(d) = urls::find_link(message) {
+        if let Some(d) = urls::find_link(message, &|t| policy.form().lexicon.gives_example(t)) {
             hits.add(RuleId::FormUrl, "message", d);
         }
     }

@@ -164,6 +164,63 @@ pub(crate) fn scan_scrub(value: &str) -> Option<&'static str> {
     scan_value_hinted(value, None).or_else(|| ids::scan_formatted(value))
 }
 
+/// The credential format a field's `pattern` takes, if it opens with one: the pattern's
+/// literal start (`^gh[pousr]_…` → `ghp_`, `^-----BEGIN OPENSSH PRIVATE KEY-----`),
+/// completed with letters and digits, read by the key, PEM and JWT detectors. A pattern of
+/// bare hex or digits (a checksum, an order number) opens with no literal and takes none.
+///
+/// Hand-written: a pattern's literal prefix is all that is read (escapes, a first
+/// character class, `(?:`), far short of what a regex crate's syntax tree offers.
+pub(crate) fn pattern_key(pattern: &str) -> Option<&'static str> {
+    let mut literal = String::new();
+    let mut chars = pattern
+        .strip_prefix('^')
+        .unwrap_or(pattern)
+        .chars()
+        .peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some(e) if !e.is_ascii_alphanumeric() => literal.push(e),
+                _ => break,
+            },
+            // A class stands for its first member: `[pousr]` for `p`, `[A-Z]` for `A`.
+            '[' => {
+                let class: String = chars.by_ref().take_while(|&c| c != ']').collect();
+                match class.chars().next() {
+                    Some(first) if first != '^' && first != '\\' => literal.push(first),
+                    _ => break,
+                }
+                if chars
+                    .peek()
+                    .is_some_and(|c| matches!(c, '*' | '+' | '?' | '{'))
+                {
+                    break;
+                }
+            }
+            '(' if chars.peek() == Some(&'?') => {
+                chars.next();
+                if chars.next() != Some(':') {
+                    break;
+                }
+            }
+            '(' | ')' | '|' | '.' | '*' | '+' | '?' | '{' | '$' => break,
+            c => literal.push(c),
+        }
+    }
+    if pattern.contains("PRIVATE KEY") || pattern.contains("PRIVATE\\ KEY") {
+        return Some("secret.private_key");
+    }
+    if literal.len() < 3 || literal.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    // Completed in mixed case (most keys) and in upper case (AWS access key ids).
+    let rest = "aB3dE5gH7jK9mN1pQ2rS4tU6vW8xY0zA1bC3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1";
+    [rest.to_owned(), rest.to_ascii_uppercase()]
+        .iter()
+        .find_map(|r| scan_value(&format!("{literal}{r}")).filter(|d| d.starts_with("secret.")))
+}
+
 /// The first PII / secret detector that fires on `value`, if any.
 pub(crate) fn scan_value(value: &str) -> Option<&'static str> {
     if value.len() < 6 {

@@ -89,6 +89,12 @@ pub(crate) fn check_form(
     let boxes = props.values().filter(|p| one_digit(p)).count();
     // What fields ask by context or shape, decided once the whole form is read.
     let mut context = context::Context::default();
+    // What a choice's, checkbox's or default's text tells the user to type counts once the
+    // form is read, and only where one of its free inputs can take it, as the message does:
+    // "启动 App 时需要输入 PIN 码" over two checkboxes is a setting, and a form with no input to
+    // type into asks nothing.
+    let mut hidden = Vec::new();
+    let mut free_holds = Vec::new();
     for (name, prop) in props {
         if !allow.is_empty() && allow.contains(&text::fold(&text::nfkc(name))) {
             continue;
@@ -135,6 +141,9 @@ pub(crate) fn check_form(
         // password is: "): prose, as if the field's description, unless the field names what
         // it holds ("Subject" pre-filled with "Forgot my password"). Elsewhere a hidden text.
         let free = kind.is_free_input();
+        if free {
+            free_holds.push(holds);
+        }
         // A label that says anything of what the field holds ("Query", "Match regex") makes
         // its default that content pre-filled too (`service:auth "invalid password"`); only
         // under a blank label (`value`, untitled) is a default the text to complete.
@@ -188,7 +197,7 @@ pub(crate) fn check_form(
             };
             if let Some(m) = lexicon.scan(t, role) {
                 let at = at.map_or_else(|| "default".to_owned(), |f| f());
-                record(hits, lexicon, format!("{}.{at}", loc()), &m, step::HIDDEN);
+                hidden.push((format!("{}.{at}", loc()), m));
             }
         });
         if !kind.is_free_input() {
@@ -215,6 +224,11 @@ pub(crate) fn check_form(
             if !named_format(prop) {
                 room.add(holds, own);
             }
+        }
+    }
+    for (at, m) in hidden {
+        if free_holds.iter().any(|h| h.fits(m.category)) {
+            record(hits, lexicon, at, &m, step::HIDDEN);
         }
     }
     context.finish(schema, message, lexicon, hits);

@@ -215,8 +215,13 @@ static LINKS: LazyLock<regex::RegexSet> = LazyLock::new(|| {
     regex::RegexSet::new(LINK_PATTERNS.iter().map(|(p, _)| p)).expect("static regex set compiles")
 });
 
-/// The link detector that fires on `text`, if any.
-pub(crate) fn find_link(text_in: &str) -> Option<&'static str> {
+/// The link detector that fires on `text`, if any. `gives_example` says whether a text
+/// shows an example of what its field holds ("e.g. https://api.example.com"): a URL there
+/// on a name reserved for documentation ([`documentation_host`]) leads to no one's page.
+pub(crate) fn find_link(
+    text_in: &str,
+    gives_example: &dyn Fn(&str) -> bool,
+) -> Option<&'static str> {
     let t = text::nfkc(text_in);
     let b = t.as_bytes();
     let maybe =
@@ -225,14 +230,31 @@ pub(crate) fn find_link(text_in: &str) -> Option<&'static str> {
         return None;
     }
     let matches = LINKS.matches(&t);
-    let mut found = matches.iter();
-    let first = found.next()?;
-    // `scheme://` alone: only where some such URL can be followed.
-    if first == 0 && found.next().is_none() && !URLS.find_iter(&t).any(|m| followable(m.as_str())) {
-        return None;
-    }
+    // `scheme://…` and `www.…` count only where one of them can be followed somewhere.
+    let example = std::cell::OnceCell::new();
+    let example = || *example.get_or_init(|| gives_example(text_in));
+    let shown = |host: &str| !(documentation_host(host) && example());
+    let led = |i: usize| match i {
+        0 => URLS.find_iter(&t).any(|m| {
+            let (scheme, rest) = m.as_str().split_once("://").unwrap_or(("", ""));
+            let host = host_of(rest);
+            // A connection string is handed to whatever claims its scheme, example or not.
+            !host.contains('*')
+                && (shown(host)
+                    || CONNECTION_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()))
+        }),
+        6 => WWW.find_iter(&t).any(|m| shown(host_of(m.as_str()))),
+        _ => true,
+    };
+    let first = matches.iter().find(|&i| led(i))?;
     Some(LINK_PATTERNS[first].1)
 }
+
+/// Every `www.…` run of a text (what `link.www` fires on).
+#[allow(clippy::expect_used)]
+static WWW: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"(?i)\bwww\.[a-z0-9\-]+\.[^\s]+").expect("static regex compiles")
+});
 
 /// Every `scheme://…` run of a text (what `link.url` fires on).
 #[allow(clippy::expect_used)]
@@ -291,14 +313,39 @@ pub(crate) fn shows_connection_with_password(text: &str) -> bool {
         })
 }
 
-/// Can `url` (a `scheme://…` run) be followed? Not a pattern whose host holds a wildcard
-/// (`https://*.example.com/*`, an allowlist entry).
-fn followable(url: &str) -> bool {
-    let Some((_, rest)) = url.split_once("://") else {
-        return true;
-    };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-    !host.contains('*')
+/// The host of an authority and what follows it (`user@host:port/path` → `host`).
+fn host_of(authority_on: &str) -> &str {
+    let authority = authority_on.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    host.split(':').next().unwrap_or(host)
+}
+
+/// A name reserved for documentation (RFC 2606, RFC 6761: `example.com|net|org` and the
+/// `.example`, `.test` and `.invalid` domains, with their subdomains) or the `example`
+/// name under a country code that localised documentation uses the same way
+/// (`www.example.co.jp`, `api.example.cn`). Shown as an example of what a field holds, it
+/// is no link ([`find_link`]); anywhere else it stays one ("Read https://evil.example/login
+/// first"), as does `localhost`, which leads to the user's own machine.
+fn documentation_host(host: &str) -> bool {
+    // The name itself, up to what ends it in running text ("www.example.jpで", "(…com)").
+    let end = host
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '.' || c == '-'))
+        .unwrap_or(host.len());
+    let host = host[..end].trim_end_matches('.').to_ascii_lowercase();
+    let labels: Vec<&str> = host.rsplit('.').collect();
+    let cc = |l: &str| l.len() == 2 && l.bytes().all(|b| b.is_ascii_lowercase());
+    match labels.as_slice() {
+        [tld, ..] if matches!(*tld, "example" | "test" | "invalid") => true,
+        [tld, "example", ..] => matches!(*tld, "com" | "net" | "org") || cc(tld),
+        [tld, sld, "example", ..] => {
+            cc(tld)
+                && matches!(
+                    *sld,
+                    "co" | "com" | "ne" | "net" | "or" | "org" | "ac" | "go"
+                )
+        }
+        _ => false,
+    }
 }
 
 /// Repeated percent-decoding, bounded: the one decoding the audit scrubber uses too.

@@ -186,6 +186,8 @@ struct Context {
     questions: HashSet<String>,
     circumstances: HashSet<String>,
     circumstances_late: HashSet<String>,
+    /// Folded word sequences naming a part of a number (`last 4 digits`).
+    partial: Vec<Vec<String>>,
     /// Nouns that, opening a label, name what it holds.
     heads: HashSet<String>,
     copulas: HashSet<String>,
@@ -789,6 +791,14 @@ impl SecretLexicon {
                 negations: folded_set(&negations),
                 questions: folded_set(&data.questions),
                 circumstances: folded_set(&data.circumstances),
+                // Compact scripts list theirs as `suppress`: only the words of spaced ones
+                // count, and a phrase left with a number alone names nothing.
+                partial: data
+                    .partial
+                    .iter()
+                    .map(|p| folded_words(p))
+                    .filter(|p| p.iter().any(|w| !is_number(w)))
+                    .collect(),
                 circumstances_late: folded_set(&late_words),
                 heads: folded_set(&data.heads),
                 copulas: folded_set(&data.copulas),
@@ -1592,6 +1602,22 @@ impl SecretLexicon {
                 return true;
             }
         }
+        // A card's or an account's number qualified by the part that identifies it: "Last 4
+        // digits of your account number", "Kontonummer (letzte 4 Stellen)" — not "Full
+        // account number (not just the last 4)".
+        let partial = |p: &Vec<String>| {
+            keys.windows(p.len()).enumerate().any(|(k, w)| {
+                w.iter().eq(p.iter())
+                    && !keys[k.saturating_sub(3)..k]
+                        .iter()
+                        .any(|n| ctx.negations.contains(*n))
+            })
+        };
+        if matches!(self.terms[term].category, Category::Card | Category::Bank)
+            && ctx.partial.iter().any(|p| !p.is_empty() && partial(p))
+        {
+            return true;
+        }
         // "password policy", "password min length" — but not "Password (min 8 characters)",
         // where the meta word counts the characters of the requested secret.
         let counted = keys.get(i + len + 1).is_some_and(|w| is_number(w));
@@ -1686,22 +1712,30 @@ impl SecretLexicon {
         let Some(v) = keys[lo..i].iter().rposition(|w| verb(w)).map(|v| v + lo) else {
             return false;
         };
-        let between = &keys[v + 1..i];
-        if between.iter().any(|w| ctx.conjunctions.contains(*w)) {
-            return false;
-        }
-        let Some(o) = between.iter().position(|w| !skip(w)) else {
-            return false;
+        let object = |v: usize| {
+            let between = &keys[v + 1..i];
+            if between.iter().any(|w| ctx.conjunctions.contains(*w)) {
+                return None;
+            }
+            let o = between.iter().position(|w| !skip(w))?;
+            Some((between[o], &between[o + 1..]))
         };
-        let object = between[o];
+        // The term inside a clause of circumstance whose verb only needs it: "Describe why
+        // this integration needs a token" (not "When prompted, enter your PIN").
+        let clause = ctx.weak_cues.contains(keys[v])
+            && keys[v.saturating_sub(4)..v]
+                .iter()
+                .any(|w| ctx.circumstances.contains(*w));
+        let Some((first, rest)) = object(v) else {
+            return clause;
+        };
         // A content word joined to the term by a preposition only ("a name for your API
         // key"); one right before it modifies it ("your email password" is a password).
-        let rest = &between[o + 1..];
-        let content = ctx.content.contains(object)
-            && !ctx.blank.contains(object)
+        let content = ctx.content.contains(first)
+            && !ctx.blank.contains(first)
             && !rest.is_empty()
             && rest.iter().all(|w| skip(w));
-        content || ctx.circumstances.contains(object)
+        content || ctx.circumstances.contains(first) || clause
     }
 
     /// A request cue within three words before the term, or five after it (verb-final
@@ -2420,6 +2454,31 @@ mod tests {
         // Three letters apart are an abbreviation spelled out: `S.S.N.`, `C V V`.
         let joined = join_spaced(&text::words("S.S.N.")).map(|w| w[0].folded.clone());
         assert_eq!(joined.as_deref(), Some("ssn"));
+    }
+
+    /// A card's or an account's number qualified by the part that identifies it is no ask
+    /// for it; an identity number's last digits still are, and so is a negated part.
+    #[test]
+    fn a_part_of_a_number_is_no_ask_for_it() {
+        let lex = SecretLexicon::builtin();
+        for t in [
+            "Last 4 digits of your account number",
+            "Card number (last four digits)",
+            "Letzte 4 Stellen Ihrer Kontonummer",
+            "Laatste 4 cijfers van je rekeningnummer",
+            "口座番号の下4桁",
+            "계좌번호 뒤 4자리",
+        ] {
+            assert!(lex.scan(t, Role::Label).is_none(), "{t}");
+        }
+        for t in [
+            "Last 4 digits of your SSN",
+            "Full account number (not just the last 4)",
+            "Card number",
+            "The 4 digits printed above the card number",
+        ] {
+            assert!(lex.scan(t, Role::Label).is_some(), "{t}");
+        }
     }
 
     #[test]

@@ -144,6 +144,9 @@ pub struct Data {
     /// Interrogatives that ask for a circumstance or a person (`when`, `why`, `how`, `who`,
     /// `wann`): a label so opened asks about the secret, never for it.
     pub circumstances: Vec<&'static str>,
+    /// A part of a number that identifies it without giving it (`last 4 digits`, `ending
+    /// in`, `letzte 4 stellen`): a card or account number so qualified is no secret.
+    pub partial: Vec<&'static str>,
     /// The same interrogatives of languages that put them inside the question, after the
     /// secret (`kab`, `ne zaman`, `いつ`): anywhere in a question label.
     pub circumstances_late: Vec<&'static str>,
@@ -362,6 +365,7 @@ impl Data {
                 "negations" => Some(&mut self.negations),
                 "questions" => Some(&mut self.questions),
                 "circumstances" => Some(&mut self.circumstances),
+                "partial" => Some(&mut self.partial),
                 "circumstances_late" => Some(&mut self.circumstances_late),
                 "heads" => Some(&mut self.heads),
                 "copulas" => Some(&mut self.copulas),

@@ -210,3 +210,36 @@ fn checksum_helpers() {
     );
     assert!(base64url_decode("a*b").is_none());
 }
+
+/// A pattern that opens with a credential's literal prefix takes that credential; bare
+/// digits, hex, or a prefix no credential has take none.
+#[test]
+fn patterns_that_take_credentials() {
+    for (p, want) in [
+        (r"^gh[pousr]_[A-Za-z0-9]{36}$", Some("secret.key:github")),
+        (r"^sk-[A-Za-z0-9_-]{32,}$", Some("secret.key:sk")),
+        (r"^xoxb-[0-9A-Za-z-]+$", Some("secret.key:slack")),
+        (r"^whsec_[A-Za-z0-9]+$", Some("secret.key:stripe_webhook")),
+        (r"^(?:sk|rk)_live_\w+$", None),
+        (r"^sk_live_[0-9a-zA-Z]{24,}$", Some("secret.key:stripe")),
+        (r"^AKIA[A-Z0-9]{16}$", Some("secret.key:aws")),
+        (r"^glpat\-[\w-]{20}$", Some("secret.key:gitlab")),
+        (
+            "^-----BEGIN OPENSSH PRIVATE KEY-----",
+            Some("secret.private_key"),
+        ),
+        (
+            r"^-----BEGIN [A-Z ]+PRIVATE KEY-----",
+            Some("secret.private_key"),
+        ),
+        (r"^pk_live_[0-9a-zA-Z]{24}$", None),
+        (r"^(0x)?[0-9a-fA-F]{64}$", None),
+        (r"^[a-f0-9]{40}$", None),
+        (r"^[0-9]{6}$", None),
+        (r"^ORD-\d{6}$", None),
+        (r"^ssh-(rsa|ed25519) ", None),
+        (r"^skeleton-[a-z]+$", None),
+    ] {
+        assert_eq!(pattern_key(p), want, "{p}");
+    }
+}

@@ -1,7 +1,8 @@
 //! Secrets a form asks for by context or shape rather than by a term: a card's expiry under
 //! a bare expiry or month/year label beside a payment card, an answer field on a form that
 //! names a security question, a verification label above a code-shaped pattern, a
-//! connection string with a password shown in a field.
+//! connection string with a password shown in a field, a pattern that takes a well-known
+//! credential format.
 //!
 //! Owns: collecting such fields while [`super::check_form`] walks the schema
 //! ([`Context::field`], for the fields no term decided) and the form-wide decisions once
@@ -11,7 +12,7 @@
 
 use serde_json::Value;
 
-use super::super::urls;
+use super::super::{pii, urls};
 use super::{schema, Field, Hits, Holds, RuleId, SecretLexicon, Why};
 use crate::lexicon::Category;
 
@@ -25,6 +26,7 @@ mod step {
     pub const CODE_SHAPE: &str =
         "the field's label names a verification and its pattern takes a code of four to eight digits";
     pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
+    pub const KEY_FORMAT: &str = "the field's pattern takes a well-known credential format";
 }
 
 /// Fields collected for the form-wide decisions.
@@ -95,6 +97,17 @@ impl<'a> Context<'a> {
             && digits_pattern(prop)
         {
             explain(hits, loc, "secret.context:otp", step::CODE_SHAPE);
+        }
+        // A credential asked by its format: the field's pattern opens with a well-known one
+        // (`^gh[pousr]_…`, `^sk-…`, `^whsec_…`, `^-----BEGIN OPENSSH PRIVATE KEY-----`).
+        if holds == Holds::Text {
+            if let Some(d) = prop
+                .get("pattern")
+                .and_then(Value::as_str)
+                .and_then(pii::pattern_key)
+            {
+                explain(hits, &format!("{loc}.pattern"), d, step::KEY_FORMAT);
+            }
         }
         // Credentials asked by their shape: the field shows a connection string with a
         // password ("e.g. postgresql://benutzer:passwort@host:5432/db").

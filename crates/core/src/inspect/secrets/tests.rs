@@ -481,8 +481,24 @@ fn warnings_and_choices_ask_nothing() {
         let f = json!({"b": {"type": "boolean", "title": title}});
         assert!(form(f, "Settings").is_empty(), "{title}");
     }
-    let paste = json!({"b": {"type": "boolean", "title": "Paste your API key in the chat"}});
+    // Such a text asks where the form has an input that can take what it names; a form
+    // with none asks nothing, as a message over checkboxes does not.
+    let paste = json!({
+        "b": {"type": "boolean", "title": "Paste your API key in the notes"},
+        "notes": {"type": "string", "title": "Notes"}
+    });
     assert!(!form(paste, "Settings").is_empty());
+    for (b, other) in [
+        ("Paste your API key in the chat", json!({"type": "boolean"})),
+        ("启动 App 时需要输入 PIN 码", json!({"type": "boolean"})),
+        (
+            "Enter your PIN at every login",
+            json!({"type": "string", "format": "email"}),
+        ),
+    ] {
+        let f = json!({"b": {"type": "boolean", "title": b}, "c": other});
+        assert!(form(f, "Settings").is_empty(), "{b}");
+    }
 }
 
 #[test]

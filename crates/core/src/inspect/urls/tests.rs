@@ -207,7 +207,37 @@ fn links_in_text() {
         ("Time: 10:30", None),
         ("Tel: +33 6 12 34 56 78", None),
     ] {
-        assert_eq!(find_link(t), want, "{t}");
+        assert_eq!(find_link(t, &|_| false), want, "{t}");
+    }
+}
+
+/// Shown as an example of what a field holds, a name reserved for documentation is no link;
+/// any other host, a connection string, or the same name outside an example still is.
+#[test]
+fn documentation_examples_are_no_links() {
+    let example = |t: &str| t.contains("e.g.") || t.contains("例：");
+    for (t, want) in [
+        ("Audience, e.g. https://api.example.com", None),
+        ("e.g. https://app.example.com/callback?x=1", None),
+        ("例：www.example.co.jp", None),
+        ("e.g. www.example.cn", None),
+        ("e.g. https://hooks.example.org, https://x.test/a", None),
+        ("e.g. https://login.example.com.evil.io", Some("link.url")),
+        ("e.g. https://example.top/login", Some("link.url")),
+        ("e.g. https://myexample.com", Some("link.url")),
+        (
+            "e.g. https://api.example.com or https://evil.io",
+            Some("link.url"),
+        ),
+        (
+            "e.g. postgres://app:pw@db.example.com/prod",
+            Some("link.url"),
+        ),
+        ("e.g. http://localhost:8080", Some("link.url")),
+        ("Read https://evil.example/login first", Some("link.url")),
+        ("Open www.example.com", Some("link.www")),
+    ] {
+        assert_eq!(find_link(t, &example), want, "{t}");
     }
 }
 
