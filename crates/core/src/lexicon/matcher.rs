@@ -1623,8 +1623,14 @@ impl SecretLexicon {
         let counted = keys.get(i + len + 1).is_some_and(|w| is_number(w));
         // Past a postposition the property follows its possessor: "टोकन का स्वामी" (the
         // token's owner), "ٹوکن کا مالک".
-        let after = match keys.get(i + len) {
-            Some(w) if ctx.postpositions.contains(*w) => keys.get(i + len + 1),
+        // Past a copula, what is said of the term: "what the secret is used for", "the
+        // token will be rotated" (skipped up to twice: "will be").
+        let mut next = i + len;
+        while next < i + len + 2 && keys.get(next).is_some_and(|w| ctx.copulas.contains(*w)) {
+            next += 1;
+        }
+        let after = match keys.get(next) {
+            Some(w) if ctx.postpositions.contains(*w) => keys.get(next + 1),
             w => w,
         };
         if !counted && after.is_some_and(|w| ctx.meta_after.contains(*w)) {
