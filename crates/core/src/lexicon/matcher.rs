@@ -1888,6 +1888,9 @@ impl SecretLexicon {
         let question = text.contains(['?', '？', '؟']);
         let c = text::compact(text);
         let mut property = false;
+        // Where the last negated term ended: a negation covers its list ("请勿在此填写任何密码或
+        // 验证码", "密码、验证码": the separator is gone once compacted).
+        let mut negated_until: Option<usize> = None;
         for m in ac.find_iter(&c) {
             let kind = self
                 .compact_kinds
@@ -1915,7 +1918,12 @@ impl SecretLexicon {
             if needs_cue && !self.compact_cued(&c, m.start(), m.end()) {
                 continue;
             }
-            if role != Role::Label && self.compact_negated(&c, m.start(), m.end()) {
+            let listed = negated_until.is_some_and(|end| {
+                c.get(end..m.start())
+                    .is_some_and(|gap| gap.is_empty() || self.ctx.conjunctions.contains(gap))
+            });
+            if role != Role::Label && (listed || self.compact_negated(&c, m.start(), m.end())) {
+                negated_until = Some(m.end());
                 continue;
             }
             if role == Role::Label
