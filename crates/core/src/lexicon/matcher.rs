@@ -2240,9 +2240,21 @@ fn unleet(original: &str) -> Option<String> {
         let letters = run.iter().filter(|c| c.is_alphabetic()).count();
         let leety = (letters >= 2 || (letters == 1 && run.len() >= 3))
             && run.iter().any(|c| leet(*c).is_some());
+        // In a Cyrillic or Greek word a digit stands for a letter of that script (`пар0ль`).
+        let cyrillic = run.iter().any(|c| ('\u{400}'..='\u{4ff}').contains(c));
+        let greek = run.iter().any(|c| ('\u{370}'..='\u{3ff}').contains(c));
+        let letter = |c: char| match (c, cyrillic, greek) {
+            ('0', true, _) => Some('о'),
+            ('3', true, _) => Some('з'),
+            ('4', true, _) => Some('ч'),
+            ('6', true, _) => Some('б'),
+            ('@' | '4', false, true) => Some('α'),
+            ('0', false, true) => Some('ο'),
+            _ => leet(c),
+        };
         for &c in run {
             // A rewritten run is lower-cased whole, so `P4SSW0RD` is not split as camelCase.
-            match leet(c) {
+            match letter(c) {
                 Some(l) if leety => out.push(l),
                 _ if leety => out.extend(c.to_lowercase()),
                 _ => out.push(c),
@@ -2504,6 +2516,7 @@ mod tests {
         assert!(lex.scan("pass\u{200d}word", Role::Label).is_some());
         assert!(lex.scan("p@ssw0rd", Role::Label).is_some());
         assert!(lex.scan("P4SSW0RD", Role::Label).is_some());
+        assert!(lex.scan("Пар0ль", Role::Label).is_some());
         assert!(lex.scan("\u{202E}drowssap\u{202C}", Role::Label).is_some());
         assert!(lex.scan("ᴘᴀssᴡᴏʀᴅ", Role::Label).is_some());
         assert!(lex.scan("PaSsWoRd", Role::Label).is_some());
