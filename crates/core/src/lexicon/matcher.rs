@@ -1122,6 +1122,11 @@ impl SecretLexicon {
         }
     }
 
+    /// Does `text` name an answer anywhere ("请输入注册时设置的答案")?
+    pub fn names_answer(&self, text: &str) -> bool {
+        self.answers.named_in(text)
+    }
+
     /// Does `text` name a security question ("Answer your security question", `密保问题`)?
     pub fn names_security_question(&self, text: &str) -> bool {
         self.security_questions.named_in(text)

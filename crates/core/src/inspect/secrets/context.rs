@@ -80,12 +80,21 @@ impl<'a> Context<'a> {
                     .and_then(Value::as_str)
                     .is_some_and(|d| d.len() <= 160 && lexicon.names_expiry(d))
         };
+        // A question for a title and an answer in the description: the question itself
+        // ("您小学班主任的姓名是？", "请输入注册时设置的答案").
+        let answered_question = || {
+            title.is_some_and(crate::text::fold::is_question)
+                && prop
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .is_some_and(|d| d.len() <= 160 && lexicon.names_answer(d))
+        };
         if holds.fits(Category::CardExpiry)
             && (names.bare_expiry || titles.bare_expiry || described_expiry())
             && !counted()
         {
             self.expiries.push((loc.to_owned(), prop));
-        } else if holds == Holds::Text && (names.answer || titles.answer) {
+        } else if holds == Holds::Text && (names.answer || titles.answer || answered_question()) {
             self.answers.push(loc.to_owned());
         } else if holds.fits(Category::CardExpiry) && part {
             self.parts.push((loc.to_owned(), prop));
