@@ -269,6 +269,9 @@ pub(crate) fn check_form(
         lexicon
             .scan(m, if label { Role::Label } else { prose_role })
             .filter(|hit| room.fits(hit.category))
+            // Over one blank input, a closing request for something else the message names
+            // makes an earlier secret its topic.
+            .filter(|_| !(prose_role == Role::Prose && lexicon.asks_for_other_content(m)))
             .or_else(|| {
                 // A second reading only where it can differ: several inputs, one shaped.
                 let shaped = prose_role == Role::Asked && room.0.iter().any(|s| s.shaped());

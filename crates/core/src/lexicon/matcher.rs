@@ -1122,6 +1122,38 @@ impl SecretLexicon {
         }
     }
 
+    /// Does `text` close by asking for something it names, after naming a secret before?
+    /// "Your IBAN has been verified. Add a reference for this payee", "A new private key was
+    /// generated. Give it a friendly name": its last sentence requests (a request verb, or a
+    /// question) a content word (`reference`, `name`, `device`) and names no secret, so the
+    /// secret of an earlier sentence is the topic. "We sent a code. Enter it below" asks for
+    /// the code: its last sentence names nothing of its own.
+    pub fn asks_for_other_content(&self, text: &str) -> bool {
+        let words = text::words(text);
+        let Some(start) = (1..words.len()).rev().find(|&k| words[k].stop_before) else {
+            return false;
+        };
+        let last = &words[start..];
+        let keys: Vec<&str> = last.iter().map(|w| w.folded.as_str()).collect();
+        let ctx = &self.ctx;
+        // The request (a request verb, or an interrogative of a question) and its object:
+        // a content word among the next three words ("Give it a friendly name", "Which
+        // device are you restoring on?"; not "Enter it below to link your account").
+        let question = last.last().is_some_and(|w| w.asks);
+        let Some(v) = keys.iter().position(|w| {
+            (ctx.cues.contains(*w) && !ctx.linkers.contains(*w))
+                || (question && (ctx.questions.contains(*w) || ctx.circumstances.contains(*w)))
+        }) else {
+            return false;
+        };
+        let names = keys[v + 1..]
+            .iter()
+            .filter(|w| !ctx.linkers.contains(**w))
+            .take(3)
+            .any(|w| ctx.content.contains(*w) && !ctx.blank.contains(*w));
+        names && self.scan_words(last, &keys, Role::Label, &self.by_first, false).0.is_none()
+    }
+
     /// Does `text` name an answer anywhere ("请输入注册时设置的答案")?
     pub fn names_answer(&self, text: &str) -> bool {
         self.answers.named_in(text)
@@ -2509,6 +2541,27 @@ mod tests {
             "The 4 digits printed above the card number",
         ] {
             assert!(lex.scan(t, Role::Label).is_some(), "{t}");
+        }
+    }
+
+    /// A message closing with a request for other content it names makes an earlier
+    /// secret its topic; one closing with "enter it" still asks for the secret.
+    #[test]
+    fn a_closing_request_for_other_content() {
+        let lex = SecretLexicon::builtin();
+        for t in [
+            "A new private key was generated on the server. Give it a friendly name so you can find it later.",
+            "Your seed phrase never leaves your device. Which device are you restoring the wallet on?",
+        ] {
+            assert!(lex.asks_for_other_content(t), "{t}");
+        }
+        for t in [
+            "We sent a code to your WhatsApp. Enter it below to link your loyalty account.",
+            "Ti abbiamo inviato un SMS con un codice. Inseriscilo qui sotto per confermare la modifica del numero di telefono.",
+            "Your account is ready. Enter the name and the password you will use.",
+            "Enter your PIN.",
+        ] {
+            assert!(!lex.asks_for_other_content(t), "{t}");
         }
     }
 
