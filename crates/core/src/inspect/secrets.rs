@@ -336,8 +336,8 @@ impl Holds {
                         .is_some_and(|t| lexicon.names_quantity(t))
             };
             return match prop.get("maximum").and_then(Value::as_f64) {
-                Some(max) if max < 100.0 => Holds::TwoDigits,
                 _ if counted() => Holds::Quantity,
+                Some(max) if max < 100.0 => Holds::TwoDigits,
                 Some(max) if max < 1000.0 => Holds::ThreeDigits,
                 _ => Holds::Number,
             };
@@ -594,8 +594,11 @@ fn check_field(
         !name_words.is_empty() && name_words.iter().all(|w| title_words.contains(&w.folded))
     };
     let name_term = name_scan.as_ref().map(|m| m.term);
+    // A title naming a secret the field cannot hold ("マイナンバーカードの有効期限" over a date, a
+    // document's expiry) names no secret here either.
+    let title_silent = title_hit.as_ref().is_none_or(|h| !holds.fits(h.category));
     let name_hit = name_scan
-        .filter(|m| !(title_hit.is_none() && title.is_some_and(|t| m.weak || restated(t))));
+        .filter(|m| !(title_silent && title.is_some_and(|t| m.weak || restated(t))));
     let mut found = report("", name_hit, step::LABEL, hits);
     found |= report(".title", title_hit, step::LABEL, hits);
     if let Some(d) = description {
