@@ -87,6 +87,18 @@ pub(crate) fn check_form(
     // Number inputs of one digit each: three or more are one number typed a digit per box
     // ("Enter your card PIN, one digit per box").
     let boxes = props.values().filter(|p| one_digit(p)).count();
+    // Text inputs of one character or one numbered word each ("2nd character", "Word #3",
+    // `maxLength: 1`): two or more take a secret piece by piece, which the message names
+    // ("characters 2, 5 and 7 of your memorable word").
+    let pieces = props
+        .iter()
+        .filter(|(name, p)| {
+            schema::kind_of(p).is_free_input()
+                && p.get("type").and_then(Value::as_str) == Some("string")
+                && (p.get("maxLength").and_then(Value::as_u64) == Some(1)
+                    || lexicon.names_piece(p.get("title").and_then(Value::as_str).unwrap_or(name)))
+        })
+        .count();
     // What fields ask by context or shape, decided once the whole form is read.
     let mut context = context::Context::default();
     // What a choice's, checkbox's or default's text tells the user to type counts once the
@@ -242,7 +254,7 @@ pub(crate) fn check_form(
     // an input that names its own content, the message names the form's topic as often as
     // it asks ("Thanks for resetting your password — rate us and tell us why"): it taints
     // the inputs only where it asks, with a request verb.
-    let (title_role, prose_role) = if inputs == 1 && room.has_blank() {
+    let (title_role, prose_role) = if (inputs == 1 || pieces >= 2) && room.has_blank() {
         (Role::Label, Role::Prose)
     } else {
         (Role::Asked, Role::Asked)
@@ -597,8 +609,8 @@ fn check_field(
     // A title naming a secret the field cannot hold ("マイナンバーカードの有効期限" over a date, a
     // document's expiry) names no secret here either.
     let title_silent = title_hit.as_ref().is_none_or(|h| !holds.fits(h.category));
-    let name_hit = name_scan
-        .filter(|m| !(title_silent && title.is_some_and(|t| m.weak || restated(t))));
+    let name_hit =
+        name_scan.filter(|m| !(title_silent && title.is_some_and(|t| m.weak || restated(t))));
     let mut found = report("", name_hit, step::LABEL, hits);
     found |= report(".title", title_hit, step::LABEL, hits);
     if let Some(d) = description {

@@ -186,6 +186,8 @@ struct Context {
     questions: HashSet<String>,
     circumstances: HashSet<String>,
     circumstances_late: HashSet<String>,
+    /// Folded words naming one piece of a secret (`character`, `word`).
+    pieces: HashSet<String>,
     /// Folded word sequences naming a part of a number (`last 4 digits`).
     partial: Vec<Vec<String>>,
     /// Nouns that, opening a label, name what it holds.
@@ -793,6 +795,7 @@ impl SecretLexicon {
                 circumstances: folded_set(&data.circumstances),
                 // Compact scripts list theirs as `suppress`: only the words of spaced ones
                 // count, and a phrase left with a number alone names nothing.
+                pieces: folded_set(&data.pieces),
                 partial: data
                     .partial
                     .iter()
@@ -1151,7 +1154,29 @@ impl SecretLexicon {
             .filter(|w| !ctx.linkers.contains(**w))
             .take(3)
             .any(|w| ctx.content.contains(*w) && !ctx.blank.contains(*w));
-        names && self.scan_words(last, &keys, Role::Label, &self.by_first, false).0.is_none()
+        names
+            && self
+                .scan_words(last, &keys, Role::Label, &self.by_first, false)
+                .0
+                .is_none()
+    }
+
+    /// Is `label` one numbered piece of a secret typed piece by piece ("2nd character",
+    /// "Character 5", `char_7`, "Word #3")? A piece word, a number (or an ordinal), and at
+    /// most a linker or a blank word besides.
+    pub fn names_piece(&self, label: &str) -> bool {
+        let words = text::words(label);
+        let ctx = &self.ctx;
+        let numbered = |w: &str| w.as_bytes().first().is_some_and(u8::is_ascii_digit);
+        words.len() <= 4
+            && words.iter().any(|w| ctx.pieces.contains(&w.folded))
+            && words.iter().any(|w| numbered(&w.folded))
+            && words.iter().all(|w| {
+                ctx.pieces.contains(&w.folded)
+                    || numbered(&w.folded)
+                    || ctx.linkers.contains(&w.folded)
+                    || ctx.blank.contains(&w.folded)
+            })
     }
 
     /// Does `text` name an answer anywhere ("请输入注册时设置的答案")?

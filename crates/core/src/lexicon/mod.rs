@@ -144,6 +144,9 @@ pub struct Data {
     /// Interrogatives that ask for a circumstance or a person (`when`, `why`, `how`, `who`,
     /// `wann`): a label so opened asks about the secret, never for it.
     pub circumstances: Vec<&'static str>,
+    /// One piece of a secret typed piece by piece (`character`, `word`, `Zeichen`): a
+    /// field labelled with one and a number ("2nd character", "Word #3").
+    pub pieces: Vec<&'static str>,
     /// A part of a number that identifies it without giving it (`last 4 digits`, `ending
     /// in`, `letzte 4 stellen`): a card or account number so qualified is no secret.
     pub partial: Vec<&'static str>,
@@ -366,6 +369,7 @@ impl Data {
                 "questions" => Some(&mut self.questions),
                 "circumstances" => Some(&mut self.circumstances),
                 "partial" => Some(&mut self.partial),
+                "pieces" => Some(&mut self.pieces),
                 "circumstances_late" => Some(&mut self.circumstances_late),
                 "heads" => Some(&mut self.heads),
                 "copulas" => Some(&mut self.copulas),

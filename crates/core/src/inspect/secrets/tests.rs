@@ -929,3 +929,43 @@ fn a_question_whose_interrogative_has_its_own_noun_asks_for_that() {
     )
     .is_empty());
 }
+
+/// Inputs of one character or one numbered word each take a secret piece by piece: the
+/// message names it without a request verb. One such input, or pieces over a message that
+/// names no secret, ask nothing.
+#[test]
+fn a_secret_typed_piece_by_piece() {
+    use serde_json::json;
+    let chars = json!({
+        "c2": {"type": "string", "title": "2nd character"},
+        "c5": {"type": "string", "title": "5th character"},
+        "c7": {"type": "string", "title": "Character 7"}
+    });
+    let words = json!({
+        "w1": {"type": "string", "title": "Word #1"},
+        "w2": {"type": "string", "title": "Word #2"}
+    });
+    let boxes = json!({
+        "a": {"type": "string", "maxLength": 1},
+        "b": {"type": "string", "maxLength": 1}
+    });
+    for (f, m) in [
+        (
+            &chars,
+            "Your bank asks for characters 2, 5 and 7 of your memorable word.",
+        ),
+        (
+            &words,
+            "Type the first two words of your recovery phrase, in order.",
+        ),
+        (&boxes, "ご登録の合言葉の指定された文字をご入力ください。"),
+    ] {
+        assert!(!form(f.clone(), m).is_empty(), "{m}");
+    }
+    for (f, m) in [
+        (&chars, "Pick three letters for your new monogram."),
+        (&words, "Describe your product in two words."),
+    ] {
+        assert!(form(f.clone(), m).is_empty(), "{m}");
+    }
+}
