@@ -174,9 +174,12 @@ impl<'a> Context<'a> {
                 explain(hits, at, "secret.context:card_expiry", step::EXPIRY);
             }
         }
+        // A month and a year together beside a card are its expiry, named or not
+        // ("Verifica la tarjeta guardada antes del próximo cargo": Mes, Año).
         if !self.parts.is_empty()
             && *named_card.get_or_insert_with(card)
-            && (self.parts.iter().any(|(_, p)| months(p))
+            && (self.parts.len() >= 2
+                || self.parts.iter().any(|(_, p)| months(p))
                 || form.texts().any(|t| lexicon.names_expiry(t)))
         {
             for (at, _) in &self.parts {
