@@ -175,10 +175,13 @@ impl<'a> Context<'a> {
             }
         }
         // A month and a year together beside a card are its expiry, named or not
-        // ("Verifica la tarjeta guardada antes del próximo cargo": Mes, Año).
+        // ("Verifica la tarjeta guardada antes del próximo cargo": Mes, Año), the month
+        // typed or chosen from the twelve.
         if !self.parts.is_empty()
             && *named_card.get_or_insert_with(card)
             && (self.parts.len() >= 2
+                || schema::properties(form.schema)
+                    .is_some_and(|props| props.values().any(month_choice))
                 || self.parts.iter().any(|(_, p)| months(p))
                 || form.texts().any(|t| lexicon.names_expiry(t)))
         {
@@ -237,6 +240,21 @@ fn explain(hits: &mut Hits, at: &str, detector: &str, because: &'static str) {
         term: None,
     };
     hits.explain(RuleId::FormSecret, at, detector, why);
+}
+
+/// A choice of the twelve months: `enum` (or `oneOf` consts) of `1`–`12` or `01`–`12`.
+fn month_choice(prop: &Value) -> bool {
+    let values: Vec<&Value> = match (prop.get("enum"), prop.get("oneOf")) {
+        (Some(Value::Array(e)), _) => e.iter().collect(),
+        (_, Some(Value::Array(o))) => o.iter().filter_map(|c| c.get("const")).collect(),
+        _ => return false,
+    };
+    let month = |v: &&Value| match v {
+        Value::String(s) => s.parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)),
+        Value::Number(n) => n.as_u64().is_some_and(|n| (1..=12).contains(&n)),
+        _ => false,
+    };
+    values.len() == 12 && values.iter().all(month)
 }
 
 /// Does the field's `pattern` take exactly four to eight digits (`^[0-9]{6}$`, `^\d{4,8}$`)?
