@@ -1165,6 +1165,10 @@ impl SecretLexicon {
     /// "Character 5", `char_7`, "Word #3")? A piece word, a number (or an ordinal), and at
     /// most a linker or a blank word besides.
     pub fn names_piece(&self, label: &str) -> bool {
+        // Numbered or not a piece: most labels are read no further.
+        if !label.chars().any(char::is_numeric) {
+            return false;
+        }
         let words = text::words(label);
         let ctx = &self.ctx;
         let numbered = |w: &str| w.as_bytes().first().is_some_and(u8::is_ascii_digit);
