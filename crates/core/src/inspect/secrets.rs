@@ -189,17 +189,29 @@ pub(crate) fn check_form(
             // A default without a space is a value or an identifier (`OPENAI_API_KEY`), not
             // a sentence to complete.
             let sentence = t.trim().contains(char::is_whitespace);
-            let role = if free && at.is_none() && sentence {
-                // A blank to complete ("My online banking password is: ") names what the
-                // user types next: every term counts. Under a label that names what it
-                // holds, a default is that content pre-filled ("Forgot my password", a
-                // ticket subject, "Your password was changed" in an e-mail template): a
-                // term counts only beside a request verb. A question is asked of the user
-                // whatever field holds it ("What was your mother's maiden name?").
-                let blank = t.trim_end().ends_with([':', '：', '=']) || t.contains("__");
-                if blank {
-                    Role::Label
-                } else if labelled() && !text::is_question(t) {
+            // A blank to complete names what the user types next, every term counting: a
+            // label and a colon ("暗証番号：", "IBAN: DE", a prefix begun), a sentence ending
+            // in a copula ("My Social Security number is "), a line to fill ("____").
+            let blank = || {
+                let trimmed = t.trim_end();
+                trimmed.ends_with([':', '：', '='])
+                    || (sentence && t.contains("__"))
+                    || trimmed
+                        .rsplit_once([':', '：'])
+                        .is_some_and(|(label, begun)| {
+                            !label.trim().is_empty() && begun.trim().chars().count() <= 4
+                        })
+                    || (sentence && lexicon.ends_with_copula(t))
+            };
+            let role = if free && at.is_none() && blank() {
+                Role::Label
+            } else if free && at.is_none() && sentence {
+                // Under a label that names what it holds, a default is that content
+                // pre-filled ("Forgot my password", a ticket subject, "Your password was
+                // changed" in an e-mail template): a term counts only beside a request
+                // verb. A question is asked of the user whatever field holds it ("What was
+                // your mother's maiden name?").
+                if labelled() && !text::is_question(t) {
                     Role::Hidden
                 } else {
                     Role::Prose

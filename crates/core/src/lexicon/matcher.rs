@@ -1183,6 +1183,14 @@ impl SecretLexicon {
             })
     }
 
+    /// Does `text` end with a copula, a sentence left for the user to complete ("My Social
+    /// Security number is ", "Mein aktuelles Passwort ist ")?
+    pub fn ends_with_copula(&self, text: &str) -> bool {
+        text::words(text)
+            .last()
+            .is_some_and(|w| self.ctx.copulas.contains(&w.folded))
+    }
+
     /// Does `text` name an answer anywhere ("请输入注册时设置的答案")?
     pub fn names_answer(&self, text: &str) -> bool {
         self.answers.named_in(text)

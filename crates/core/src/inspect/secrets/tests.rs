@@ -969,3 +969,25 @@ fn a_secret_typed_piece_by_piece() {
         assert!(form(f.clone(), m).is_empty(), "{m}");
     }
 }
+
+/// A free input's default left for the user to complete names what they type: a label and
+/// a colon in any script, a begun prefix, a sentence ending in a copula. An identifier with
+/// underscores is a value, not a line to fill.
+#[test]
+fn defaults_left_to_complete() {
+    use serde_json::json;
+    for d in [
+        "暗証番号：",
+        "IBAN: DE",
+        "My Social Security number is ",
+        "Mein aktuelles Passwort ist ",
+        "我的登录密码是：",
+    ] {
+        let f = json!({"reply": {"type": "string", "default": d}});
+        assert!(!form(f, "Verification").is_empty(), "{d}");
+    }
+    for d in ["__Host-sid", "10:30", "Status: OK"] {
+        let f = json!({"cookie_name": {"type": "string", "title": "Cookie name", "default": d}});
+        assert!(form(f, "Settings").is_empty(), "{d}");
+    }
+}
