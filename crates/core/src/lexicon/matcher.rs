@@ -1875,7 +1875,10 @@ impl SecretLexicon {
                 && !self.ctx.linkers.contains(*w)
                 && !(typed && !placed && self.ctx.weak_cues.contains(*w))
         };
-        let after = (i + len + 3).min(keys.len());
+        // Verb-final clauses of other scripts put the request past the object's words:
+        // "رمز عبور حساب کاربری خود را وارد نمایید" (five after).
+        let reach = if keys[i].is_ascii() { 3 } else { 5 };
+        let after = (i + len + reach).min(keys.len());
         if keys[i + len..after].iter().any(verb) {
             return true;
         }
