@@ -300,17 +300,29 @@ const CONNECTION_SCHEMES: &[&str] = &[
 /// Does `text` show a connection string carrying a password (`postgres://user:pass@host`,
 /// `mqtts://user:<password>@broker`)? A field described so holds credentials.
 pub(crate) fn shows_connection_with_password(text: &str) -> bool {
-    text.contains("://")
-        && URLS.find_iter(text).any(|m| {
-            let Some((scheme, rest)) = m.as_str().split_once("://") else {
-                return false;
-            };
-            let userinfo = rest.split(['/', '?', '#']).next().unwrap_or("");
-            CONNECTION_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str())
-                && userinfo
-                    .rsplit_once('@')
-                    .is_some_and(|(user, _)| user.contains(':'))
-        })
+    // Key-value connection strings (ADO.NET, ODBC, JDBC properties):
+    // `Server=db01;Database=crm;User Id=sa;Password=...;`.
+    let keyed = text.contains(';')
+        && text.split(';').any(|pair| {
+            pair.split_once('=').is_some_and(|(k, _)| {
+                matches!(
+                    k.trim().to_ascii_lowercase().as_str(),
+                    "password" | "pwd" | "passwd" | "pass"
+                )
+            })
+        });
+    keyed
+        || text.contains("://")
+            && URLS.find_iter(text).any(|m| {
+                let Some((scheme, rest)) = m.as_str().split_once("://") else {
+                    return false;
+                };
+                let userinfo = rest.split(['/', '?', '#']).next().unwrap_or("");
+                CONNECTION_SCHEMES.contains(&scheme.to_ascii_lowercase().as_str())
+                    && userinfo
+                        .rsplit_once('@')
+                        .is_some_and(|(user, _)| user.contains(':'))
+            })
 }
 
 /// The host of an authority and what follows it (`user@host:port/path` → `host`).

@@ -577,3 +577,22 @@ fn uk_and_singapore_numbers_count_with_their_names() {
         assert!(findings(u).is_empty(), "{u}: {:?}", findings(u));
     }
 }
+
+/// Connection strings with a password, as URLs or as key-value pairs; without one, none.
+#[test]
+fn connection_strings_with_a_password() {
+    for t in [
+        "e.g. postgresql://app:s3cret@db:5432/prod",
+        "Server=db01;Database=crm;User Id=sa;Password=...;",
+        "Например: Server=...;User Id=sa;Pwd=...",
+    ] {
+        assert!(shows_connection_with_password(t), "{t}");
+    }
+    for t in [
+        "e.g. postgresql://app@db:5432/prod",
+        "Server=db01;Database=crm;Integrated Security=true;",
+        "Password policy; minimum length",
+    ] {
+        assert!(!shows_connection_with_password(t), "{t}");
+    }
+}
