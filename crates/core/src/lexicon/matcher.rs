@@ -261,6 +261,7 @@ pub struct SecretLexicon {
     /// What a card's expiry is asked by, beyond its terms ([`SecretLexicon::names_expiry`]).
     expiry: WordClass,
     cards: WordClass,
+    card_words: WordClass,
     month_year: WordClass,
     verification: WordClass,
     /// The first words of the classes [`SecretLexicon::label_sense`] reads.
@@ -738,6 +739,7 @@ impl SecretLexicon {
         let compact_linkers = compact_linkers.iter().map(|c| text::compact(c)).collect();
         let expiry = WordClass::new(&data.expiry, &mut errors);
         let cards = WordClass::new(&data.cards, &mut errors);
+        let card_words = WordClass::new(&data.card_words, &mut errors);
         let month_year = WordClass::new(&data.month_year, &mut errors);
         let verification = WordClass::new(&data.verification, &mut errors);
         let dates = WordClass::new(&data.dates, &mut errors);
@@ -772,6 +774,7 @@ impl SecretLexicon {
             compact_circumstances,
             expiry,
             cards,
+            card_words,
             month_year,
             label_firsts,
             expiry_firsts,
@@ -1212,6 +1215,26 @@ impl SecretLexicon {
     /// Does `text` name a payment card ("Complete your card details", `بطاقتك`)?
     pub fn names_card(&self, text: &str) -> bool {
         self.cards.named_in(text)
+    }
+
+    /// Does `text` name a card's expiry in one breath ("Your card is about to expire",
+    /// "カードの有効期限")? The bare word for a card beside an expiry: a payment card's,
+    /// benign phrases (an identity card's, a gift card's) aside.
+    pub fn names_card_expiring(&self, text: &str) -> bool {
+        self.card_words.named_in(text) && self.names_expiry(text) && !self.names_benign(text)
+    }
+
+    /// Does `text` hold a benign phrase (a thing named that is no secret: "ID card",
+    /// "gift card")?
+    fn names_benign(&self, text: &str) -> bool {
+        let words = text::words(text);
+        let keys: Vec<&str> = words.iter().map(|w| w.folded.as_str()).collect();
+        (0..keys.len()).any(|i| {
+            matches!(
+                self.match_at(&keys, i, &self.by_first, false),
+                Some((None, _))
+            )
+        })
     }
 
     /// Does `text` write a month/year format (`MM/YY`, "mois/année", `月/年`)?
@@ -2602,6 +2625,28 @@ mod tests {
             "Enter your PIN.",
         ] {
             assert!(!lex.asks_for_other_content(t), "{t}");
+        }
+    }
+
+    /// The bare word for a card beside an expiry names a card's expiry; a document's card
+    /// (a benign phrase), or a card or an expiry alone, does not.
+    #[test]
+    fn a_card_expiring() {
+        let lex = SecretLexicon::builtin();
+        for t in [
+            "Your card is about to expire",
+            "カードの有効期限が近づいています",
+            "Votre carte arrive à expiration",
+        ] {
+            assert!(lex.names_card_expiring(t), "{t}");
+        }
+        for t in [
+            "Your card was declined",
+            "Remind the team before the certificate expires",
+            "Личната ви карта изтича скоро",
+            "Scadenza riportata sulla carta di circolazione",
+        ] {
+            assert!(!lex.names_card_expiring(t), "{t}");
         }
     }
 

@@ -189,6 +189,9 @@ pub struct Data {
     pub expiry: Vec<&'static str>,
     /// Words naming a payment card (`card`, `Kreditkarte`, `بطاقة`).
     pub cards: Vec<&'static str>,
+    /// The bare word for a card (`card`, `carte`, `カード`): a card, payment or not, whose
+    /// expiry a text naming both is about ("Your card is about to expire").
+    pub card_words: Vec<&'static str>,
     /// A month/year format as forms write it (`MM/YY`, `mois/année`, `月/年`).
     pub month_year: Vec<&'static str>,
     /// Date words (`date`, `Datum`, `日付`, month and year) and the compact-script particles
@@ -384,6 +387,7 @@ impl Data {
                 "clitics" => Some(&mut self.clitics),
                 "expiry" => Some(&mut self.expiry),
                 "cards" => Some(&mut self.cards),
+                "card_words" => Some(&mut self.card_words),
                 "month_year" => Some(&mut self.month_year),
                 "verification" => Some(&mut self.verification),
                 "dates" => Some(&mut self.dates),

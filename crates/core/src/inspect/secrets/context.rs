@@ -167,7 +167,10 @@ impl<'a> Context<'a> {
                     .and_then(Value::as_str)
                     .is_some_and(|p| p.contains("0[1-9]|1[0-2]") || p.contains("0[1-9]|1[012]"))
         };
-        let card = || form.texts().any(|t| lexicon.names_card(t));
+        let card = || {
+            form.texts()
+                .any(|t| lexicon.names_card(t) || lexicon.names_card_expiring(t))
+        };
         let mut named_card = None;
         for (at, prop) in &self.expiries {
             if months(prop) || *named_card.get_or_insert_with(card) {
