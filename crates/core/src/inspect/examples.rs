@@ -46,6 +46,7 @@ pub const DETECTOR_EXAMPLES: &[DetectorExample] = &[
     found("secret.key:slack", "xapp-1-A0123456789-plantedapp"),
     found("secret.key:google", "AIzaSyPlanted1234567890abcdefghijklmnopq"),
     found("secret.key:gitlab", "glpat-planted0123456789abcd"),
+    found("secret.key:newrelic", "NRAK-PLANTED0123456789ABCDEFGHIJ"),
     found("secret.key:npm", "npm_PlantedNpmToken0123456789abcdefghijkl"),
     found(
         "secret.key:pypi",

@@ -89,6 +89,7 @@ static KEYS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         ),
         (r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", "secret.key:shopify"),
         (r"do[opr]_v1_[a-f0-9]{64}", "secret.key:digitalocean"),
+        (r"NRAK-[A-Z0-9]{27}", "secret.key:newrelic"),
     ]
     .into_iter()
     .map(|(p, d)| (re(p), d))

@@ -108,7 +108,8 @@ impl<'a> Context<'a> {
             explain(hits, loc, "secret.context:otp", step::CODE_SHAPE);
         }
         // A credential asked by its format: the field's pattern opens with a well-known one
-        // (`^gh[pousr]_…`, `^sk-…`, `^whsec_…`, `^-----BEGIN OPENSSH PRIVATE KEY-----`).
+        // (`^gh[pousr]_…`, `^sk-…`, `^whsec_…`, `^-----BEGIN OPENSSH PRIVATE KEY-----`), or
+        // its label or description shows one's prefix ("Begins with NRAK-", "xoxb-…").
         if holds == Holds::Text {
             if let Some(d) = prop
                 .get("pattern")
@@ -116,6 +117,11 @@ impl<'a> Context<'a> {
                 .and_then(pii::pattern_key)
             {
                 explain(hits, &format!("{loc}.pattern"), d, step::KEY_FORMAT);
+            } else if let Some((at, d)) = ["title", "description"].into_iter().find_map(|k| {
+                let t = prop.get(k).and_then(Value::as_str)?;
+                shown_prefixes(t).find_map(pii::pattern_key).map(|d| (k, d))
+            }) {
+                explain(hits, &format!("{loc}.{at}"), d, step::KEY_FORMAT);
             }
         }
         // Credentials asked by their shape: the field shows a connection string with a
@@ -243,6 +249,21 @@ fn explain(hits: &mut Hits, at: &str, detector: &str, because: &'static str) {
         term: None,
     };
     hits.explain(RuleId::FormSecret, at, detector, why);
+}
+
+/// The credential prefixes a text shows: a run of letters and digits ended by `-` or `_`,
+/// alone or before an ellipsis (`sk-…`, `xoxb-...`, "Begins with NRAK-").
+fn shown_prefixes(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || matches!(c, '(' | ')' | '"' | '\'' | ','))
+        .map(|w| w.trim_end_matches(['…', '.', '*']))
+        .filter(|w| {
+            w.len() >= 3
+                && w.len() <= 16
+                && w.ends_with(['-', '_'])
+                && w[..w.len() - 1]
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        })
 }
 
 /// A choice of the twelve months: `enum` (or `oneOf` consts) of `1`–`12` or `01`–`12`.

@@ -991,3 +991,24 @@ fn defaults_left_to_complete() {
         assert!(form(f, "Settings").is_empty(), "{d}");
     }
 }
+
+/// A field whose pattern opens with a well-known credential, or whose label or description
+/// shows one's prefix, asks for it; a prefix no credential has asks nothing.
+#[test]
+fn credential_formats_by_pattern_or_prefix() {
+    use serde_json::json;
+    for p in [
+        json!({"v": {"type": "string", "title": "Value", "pattern": "^sk-[A-Za-z0-9_-]{32,}$"}}),
+        json!({"v": {"type": "string", "title": "User key", "description": "Begins with NRAK-"}}),
+        json!({"v": {"type": "string", "title": "Bot", "description": "xoxb-…"}}),
+    ] {
+        assert!(!form(p.clone(), "Connect").is_empty(), "{p}");
+    }
+    for p in [
+        json!({"v": {"type": "string", "title": "Order", "pattern": "^ORD-[0-9]{6}$"}}),
+        json!({"v": {"type": "string", "title": "Region", "description": "Starts with eu- or us-"}}),
+        json!({"v": {"type": "string", "title": "Checksum", "pattern": "^[a-f0-9]{64}$"}}),
+    ] {
+        assert!(form(p.clone(), "Connect").is_empty(), "{p}");
+    }
+}
