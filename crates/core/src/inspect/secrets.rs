@@ -586,7 +586,40 @@ fn check_field(
         Some(t) => lexicon.scan_detail(t, Role::Label),
         None => (None, false),
     };
-    if name_attribute || title_attribute {
+    // A title that opens with the very secret the name holds a word of overrules the name
+    // read as its property: `lost_card_number` titled "Full card number", `code_email`
+    // titled "Code reçu par e-mail" (not "Team that owns the deploy token").
+    let title_opens_with_name = || {
+        let (Some(t), Some(m)) = (title, title_hit.as_ref()) else {
+            return false;
+        };
+        let phrase: Vec<String> = lexicon
+            .phrase(m.term)
+            .map(|p| {
+                text::words(p)
+                    .into_iter()
+                    .map(|w| w.folded)
+                    .filter(|w| !lexicon.is_linker(w))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let title_words: Vec<String> = text::words(t).into_iter().map(|w| w.folded).collect();
+        let name_words: HashSet<String> = text::words(name).into_iter().map(|w| w.folded).collect();
+        // The name's other words (what made it a property: `name`, `channel`, `preview`)
+        // are not the title's.
+        let others_absent = name_words
+            .iter()
+            .filter(|w| !phrase.contains(w) && !lexicon.is_linker(w))
+            .all(|w| !title_words.contains(w));
+        !phrase.is_empty()
+            && phrase.iter().all(|w| name_words.contains(w))
+            && others_absent
+            && title_words
+                .iter()
+                .position(|w| w == &phrase[0])
+                .is_some_and(|k| k <= 2)
+    };
+    if title_attribute || (name_attribute && !title_opens_with_name()) {
         // `password_expiry_days`, "Minimum password length", "Title for the SSH key": a
         // property of a secret, whatever its other texts say about the secret.
         return false;

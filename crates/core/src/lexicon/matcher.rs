@@ -1194,6 +1194,11 @@ impl SecretLexicon {
             .is_some_and(|w| self.ctx.copulas.contains(&w.folded))
     }
 
+    /// Is the folded `word` a linker (an article, a possessive, a preposition)?
+    pub fn is_linker(&self, word: &str) -> bool {
+        self.ctx.linkers.contains(word)
+    }
+
     /// Does `text` name an answer anywhere ("请输入注册时设置的答案")?
     pub fn names_answer(&self, text: &str) -> bool {
         self.answers.named_in(text)
