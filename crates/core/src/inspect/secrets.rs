@@ -694,7 +694,8 @@ fn check_field(
 }
 
 /// The texts of a property that cannot receive a secret but can ask for one elsewhere:
-/// enum option titles (`oneOf`/`anyOf`, also under `items`), `enumNames`, `default`, and a
+/// enum option titles (`oneOf`/`anyOf`, also under `items`), `enumNames` (the `enum` values
+/// where there are none), `default`, and a
 /// boolean's or a choice's own title and description.
 /// A hidden text's location relative to its property, built only for a finding; `None` for
 /// the `default`.
@@ -728,15 +729,16 @@ fn hidden_texts(prop: &Value, kind: schema::PropKind, each: &mut dyn FnMut(Hidde
                 }
             }
         }
-        for (i, t) in v
-            .get("enumNames")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        // Without `enumNames` a client shows the `enum` values themselves as the choices'
+        // texts ("I'll type the code from my authenticator app in the Response box").
+        let names = v.get("enumNames").and_then(Value::as_array);
+        let (kw, texts) = match names {
+            Some(names) => ("enumNames", Some(names)),
+            None => ("enum", v.get("enum").and_then(Value::as_array)),
+        };
+        for (i, t) in texts.into_iter().flatten().enumerate() {
             if let Some(t) = t.as_str() {
-                each(Some(&|| format!("{prefix}enumNames[{i}]")), t);
+                each(Some(&|| format!("{prefix}{kw}[{i}]")), t);
             }
         }
     };

@@ -180,6 +180,8 @@ struct Context {
     weak_cues: HashSet<String>,
     /// Cues naming the place to type (`here`, `below`, `field`).
     place_cues: HashSet<String>,
+    /// Reports of having typed (`typed`, `copied`): cues only where placed.
+    done_cues: HashSet<String>,
     /// Words that turn a request into a prohibition (`never`, `not`).
     negations: HashSet<String>,
     /// Interrogatives that open a label's question: for a thing, for a circumstance.
@@ -793,6 +795,7 @@ impl SecretLexicon {
                 blank: folded_set(&blank),
                 weak_cues: folded_set(&data.weak_cues),
                 place_cues: folded_set(&data.place_cues),
+                done_cues: folded_set(&data.done_cues),
                 negations: folded_set(&negations),
                 questions: folded_set(&data.questions),
                 circumstances: folded_set(&data.circumstances),
@@ -1897,11 +1900,13 @@ impl SecretLexicon {
     fn verb_cued(&self, keys: &[&str], i: usize, len: usize, typed: bool) -> bool {
         // In a choice's or checkbox's text a weak cue counts only with a place to type:
         // "write one of your backup codes in the Notes field", not "write it on paper".
+        // "I copied my session cookie into the Data field" reports the typing it asks for.
         let placed = typed && keys.iter().any(|w| self.ctx.place_cues.contains(*w));
         let verb = |w: &&str| {
-            self.ctx.cues.contains(*w)
+            (self.ctx.cues.contains(*w)
                 && !self.ctx.linkers.contains(*w)
-                && !(typed && !placed && self.ctx.weak_cues.contains(*w))
+                && !(typed && !placed && self.ctx.weak_cues.contains(*w)))
+                || (placed && self.ctx.done_cues.contains(*w))
         };
         // Verb-final clauses of other scripts put the request past the object's words:
         // "رمز عبور حساب کاربری خود را وارد نمایید" (five after).

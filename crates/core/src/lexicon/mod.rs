@@ -136,6 +136,9 @@ pub struct Data {
     pub weak_cues: Vec<&'static str>,
     /// Cues naming the place to type (`here`, `below`, `field`): also in `cues`.
     pub place_cues: Vec<&'static str>,
+    /// Reports of having typed (`typed`, `copied`, `eingetragen`): a request only in a
+    /// choice's or checkbox's text that names the place ("I typed my PIN in the Notes box").
+    pub done_cues: Vec<&'static str>,
     /// Words that turn a request into a prohibition (`never`, `not`, `nie`, `不要`).
     pub negations: Vec<&'static str>,
     /// Interrogatives that ask for a thing (`which`, `what`, `welche`): a label asking
@@ -403,6 +406,10 @@ impl Data {
             if key == "weak_cues" {
                 self.weak_cues.extend(items(list));
                 self.cues.extend(items(list));
+                continue;
+            }
+            if key == "done_cues" {
+                self.done_cues.extend(items(list));
                 continue;
             }
             if key == "place_cues" {
