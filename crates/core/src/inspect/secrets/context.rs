@@ -2,7 +2,7 @@
 //! a bare expiry or month/year label beside a payment card, an answer field on a form that
 //! names a security question, a verification label above a code-shaped pattern, a
 //! connection string with a password shown in a field, a pattern that takes a well-known
-//! credential format.
+//! credential format or a card's number lengths.
 //!
 //! Owns: collecting such fields while [`super::check_form`] walks the schema
 //! ([`Context::field`], for the fields no term decided) and the form-wide decisions once
@@ -27,6 +27,8 @@ mod step {
         "the field's label names a verification and its pattern takes a code of four to eight digits";
     pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
     pub const KEY_FORMAT: &str = "the field's pattern takes a well-known credential format";
+    pub const CARD_SHAPE: &str =
+        "the field's pattern takes the lengths of a payment card's number and nothing else";
 }
 
 /// Fields collected for the form-wide decisions.
@@ -106,6 +108,15 @@ impl<'a> Context<'a> {
             && digits_pattern(prop)
         {
             explain(hits, loc, "secret.context:otp", step::CODE_SHAPE);
+        }
+        // A card's number asked by its shape: a pattern of the card lengths only.
+        if holds.fits(Category::Card) && card_pattern(prop) {
+            explain(
+                hits,
+                &format!("{loc}.pattern"),
+                "secret.context:card",
+                step::CARD_SHAPE,
+            );
         }
         // A credential asked by its format: the field's pattern opens with a well-known one
         // (`^gh[pousr]_…`, `^sk-…`, `^whsec_…`, `^-----BEGIN OPENSSH PRIVATE KEY-----`), or
@@ -281,23 +292,30 @@ fn month_choice(prop: &Value) -> bool {
     values.len() == 12 && values.iter().all(month)
 }
 
-/// Does the field's `pattern` take exactly four to eight digits (`^[0-9]{6}$`, `^\d{4,8}$`)?
+/// Does the field's `pattern` take exactly four to eight digits (`^[0-9]{6}$`, `^\\d{4,8}$`)?
 fn digits_pattern(prop: &Value) -> bool {
-    let Some(p) = prop.get("pattern").and_then(Value::as_str) else {
-        return false;
-    };
+    digits_range(prop).is_some_and(|(lo, hi)| 4 <= lo && hi <= 8)
+}
+
+/// Does the field's `pattern` take the lengths of a payment card's number and only those
+/// (`^[0-9]{13,19}$`, `^\\d{12,19}$`, `^[0-9]{15,16}$`)? Thirteen to nineteen digits is what
+/// ISO/IEC 7812 allows; no other everyday number spans that range.
+fn card_pattern(prop: &Value) -> bool {
+    digits_range(prop).is_some_and(|(lo, hi)| (12..=15).contains(&lo) && (16..=19).contains(&hi))
+}
+
+/// The lengths a `pattern` of digits only takes (`^[0-9]{6}$` → 6..6, `^\\d{4,8}$` → 4..8).
+fn digits_range(prop: &Value) -> Option<(u32, u32)> {
+    let p = prop.get("pattern").and_then(Value::as_str)?;
     let p = p.strip_prefix('^').unwrap_or(p);
     let p = p.strip_suffix('$').unwrap_or(p);
-    let Some(count) = p
+    let count = p
         .strip_prefix("\\d{")
         .or_else(|| p.strip_prefix("[0-9]{"))
-        .and_then(|r| r.strip_suffix('}'))
-    else {
-        return false;
-    };
-    let in_range = |n: &str| n.parse::<u32>().is_ok_and(|n| (4..=8).contains(&n));
+        .and_then(|r| r.strip_suffix('}'))?;
+    let n = |n: &str| n.trim().parse::<u32>().ok();
     match count.split_once(',') {
-        Some((lo, hi)) => in_range(lo) && in_range(hi),
-        None => in_range(count),
+        Some((lo, hi)) => Some((n(lo)?, n(hi)?)),
+        None => n(count).map(|c| (c, c)),
     }
 }

@@ -1012,3 +1012,58 @@ fn credential_formats_by_pattern_or_prefix() {
         assert!(form(p.clone(), "Connect").is_empty(), "{p}");
     }
 }
+
+#[test]
+fn a_pattern_of_card_lengths_asks_for_a_card() {
+    use serde_json::json;
+    for pattern in ["^[0-9]{13,19}$", "^\\d{12,19}$", "[0-9]{15,16}"] {
+        let f = json!({"digits": {"type": "string", "pattern": pattern}});
+        let found = form(f, "Add a payment method");
+        assert!(
+            found.iter().any(|(_, d)| d == "secret.context:card"),
+            "{pattern}: {found:?}"
+        );
+    }
+    // A code, a phone number, a fixed-length reference: no card's lengths.
+    for pattern in [
+        "^[0-9]{6}$",
+        "^\\d{16}$",
+        "^[0-9]{10,12}$",
+        "^\\+[0-9]{7,15}$",
+    ] {
+        let f = json!({"reference": {"type": "string", "title": "Reference", "pattern": pattern}});
+        assert!(form(f, "Track a parcel").is_empty(), "{pattern}");
+    }
+}
+
+#[test]
+fn choices_shown_as_enum_values_and_reports_of_typing_are_read() {
+    use serde_json::json;
+    let asks = [
+        json!({"method": {"type": "string", "enum": [
+                "I'll type the 6-digit code from my authenticator app in the Response box",
+                "Send me a new code instead"]},
+            "response": {"type": "string", "title": "Response"}}),
+        json!({"done": {"type": "boolean",
+                "title": "I copied the value of my session cookie into the Data field"},
+            "data": {"type": "string", "title": "Data"}}),
+        json!({"ok": {"type": "boolean",
+                "title": "J'ai saisi mon mot de passe dans le champ Réponse"},
+            "reponse": {"type": "string", "title": "Réponse"}}),
+    ];
+    for f in asks {
+        assert!(!form(f.clone(), "Continue").is_empty(), "{f}");
+    }
+    // No place named, or a negated report: nothing asked.
+    let none = [
+        json!({"done": {"type": "boolean", "title": "I copied my recovery codes to a safe place"},
+            "notes": {"type": "string", "title": "Notes"}}),
+        json!({"done": {"type": "boolean", "title": "I have never typed my password in any field"},
+            "notes": {"type": "string", "title": "Notes"}}),
+        json!({"plan": {"type": "string", "enum": ["password_reset", "token_rotation"]},
+            "notes": {"type": "string", "title": "Notes"}}),
+    ];
+    for f in none {
+        assert!(form(f.clone(), "Continue").is_empty(), "{f}");
+    }
+}
