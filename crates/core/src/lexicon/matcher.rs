@@ -1725,7 +1725,11 @@ impl SecretLexicon {
         }
         // "password policy", "password min length" — but not "Password (min 8 characters)",
         // where the meta word counts the characters of the requested secret.
-        let counted = keys.get(i + len + 1).is_some_and(|w| is_number(w));
+        // Nor where it shows the requested value's shape: "recovery codes (format
+        // xxxxx-xxxxx)".
+        let counted = keys
+            .get(i + len + 1)
+            .is_some_and(|w| is_number(w) || is_placeholder(w));
         // Past a postposition the property follows its possessor: "टोकन का स्वामी" (the
         // token's owner), "ٹوکن کا مالک".
         // Past a copula, what is said of the term: "what the secret is used for", "the
@@ -2122,6 +2126,14 @@ impl SecretLexicon {
 
 /// A word of digits only ("4" of "4-digit", a year): skipped where cues and role words are
 /// counted.
+/// A placeholder for a value's characters: `xxxxx`, `nnnn`, `9999`.
+fn is_placeholder(w: &str) -> bool {
+    let mut chars = w.chars();
+    chars.next().is_some_and(|c| {
+        matches!(c, 'x' | 'n' | 'a' | '9' | '0') && w.len() >= 3 && chars.all(|d| d == c)
+    })
+}
+
 fn is_number(w: &str) -> bool {
     !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit())
 }
