@@ -103,9 +103,19 @@ impl<'a> Context<'a> {
         }
         // A one-time code asked by its shape: an input labelled with a verification whose
         // pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
+        // A number ranging over such codes counts too (`maximum: 999999`), and under a blank
+        // label a short description names the verification ("The verification number we
+        // emailed to you", "Current 6-digit number shown on your hardware token").
+        let described_verification = || {
+            !lexicon.names_something(title.unwrap_or(name))
+                && prop
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .is_some_and(|d| d.len() <= 160 && lexicon.label_sense(d).verification)
+        };
         if holds.fits(Category::Otp)
-            && (names.verification || titles.verification)
-            && digits_pattern(prop)
+            && (digits_pattern(prop) || code_range(prop))
+            && (names.verification || titles.verification || described_verification())
         {
             explain(hits, loc, "secret.context:otp", step::CODE_SHAPE);
         }
@@ -295,6 +305,20 @@ fn month_choice(prop: &Value) -> bool {
 /// Does the field's `pattern` take exactly four to eight digits (`^[0-9]{6}$`, `^\\d{4,8}$`)?
 fn digits_pattern(prop: &Value) -> bool {
     digits_range(prop).is_some_and(|(lo, hi)| 4 <= lo && hi <= 8)
+}
+
+/// Does the number's range span the codes of four to eight digits and nothing longer
+/// (`maximum: 999999`, `minimum: 100000`)?
+fn code_range(prop: &Value) -> bool {
+    let get = |k: &str| prop.get(k).and_then(Value::as_f64);
+    let Some(max) = get("maximum") else {
+        return false;
+    };
+    let min = get("minimum").unwrap_or(0.0);
+    (4..=8).any(|k| {
+        let top = 10f64.powi(k);
+        max == top - 1.0 && (min == 0.0 || min == top / 10.0)
+    })
 }
 
 /// Does the field's `pattern` take the lengths of a payment card's number and only those
