@@ -352,12 +352,13 @@ impl Holds {
 
     fn of(name: &str, prop: &Value, kind: schema::PropKind, lexicon: &SecretLexicon) -> Holds {
         if matches!(kind, schema::PropKind::Number { .. }) {
+            // An amount of money counts too: "Require a delivery PIN for orders over ($)".
             let counted = || {
                 lexicon.names_quantity(name)
                     || prop
                         .get("title")
                         .and_then(Value::as_str)
-                        .is_some_and(|t| lexicon.names_quantity(t))
+                        .is_some_and(|t| lexicon.names_quantity(t) || t.contains(CURRENCY))
             };
             return match prop.get("maximum").and_then(Value::as_f64) {
                 _ if counted() => Holds::Quantity,
@@ -396,6 +397,11 @@ impl Holds {
         }
     }
 }
+
+/// Currency signs: a number titled with one is an amount.
+const CURRENCY: &[char] = &[
+    '$', '€', '£', '¥', '₹', '₽', '₴', '₩', '₺', '₫', '฿', '₱', '₦', '₪', '₸', '₼', '₾', '﷼',
+];
 
 /// One kind of input of a form: what it can hold, and whether its label names what it
 /// holds (`rating`, "Feedback") rather than leaving it blank (`value`, `month`, untitled).
