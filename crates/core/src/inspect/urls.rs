@@ -297,6 +297,42 @@ const CONNECTION_SCHEMES: &[&str] = &[
     "hdfs",
 ];
 
+/// The schemes of database URLs, which carry the database's credentials
+/// (`postgres://app:…@db/prod`): a field labelled with one asks for them, as "Database URL"
+/// does.
+const DATABASE_SCHEMES: &[&str] = &[
+    "postgres",
+    "postgresql",
+    "mysql",
+    "mariadb",
+    "mongodb",
+    "mongodb+srv",
+    "redis",
+    "rediss",
+    "sqlserver",
+    "mssql",
+    "clickhouse",
+    "cockroachdb",
+];
+
+/// Does the label `text` (a title, or a `pattern` with `^` stripped) begin a database URL
+/// (`Line starting with postgres://`, `^postgres(ql)?://`, `mongodb\+srv://.*`)?
+pub(crate) fn names_database_url(text: &str) -> bool {
+    let plain: String = text.chars().filter(|&c| c != '\\').collect::<String>();
+    let plain = plain.to_ascii_lowercase();
+    let Some(at) = plain.find("://") else {
+        return false;
+    };
+    // The word before `://`, an optional group of the pattern (`(ql)?`) dropped.
+    let head = plain[..at].trim_end_matches(|c| matches!(c, ')' | '?'));
+    let head = head.rsplit_once('(').map_or(head, |(h, _)| h);
+    let scheme = head
+        .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '+'))
+        .next()
+        .unwrap_or("");
+    DATABASE_SCHEMES.contains(&scheme)
+}
+
 /// Does `text` show a connection string carrying a password (`postgres://user:pass@host`,
 /// `mqtts://user:<password>@broker`)? A field described so holds credentials.
 pub(crate) fn shows_connection_with_password(text: &str) -> bool {

@@ -26,6 +26,8 @@ mod step {
     pub const CODE_SHAPE: &str =
         "the field's label names a verification and its pattern takes a code of four to eight digits";
     pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
+    pub const DATABASE_URL: &str =
+        "the field's label or pattern begins a database URL, which carries its credentials";
     pub const KEY_FORMAT: &str = "the field's pattern takes a well-known credential format";
     pub const CARD_SHAPE: &str =
         "the field's pattern takes the lengths of a payment card's number and nothing else";
@@ -146,7 +148,8 @@ impl<'a> Context<'a> {
             }
         }
         // Credentials asked by their shape: the field shows a connection string with a
-        // password ("e.g. postgresql://benutzer:passwort@host:5432/db").
+        // password ("e.g. postgresql://benutzer:passwort@host:5432/db"), or its label or
+        // pattern begins a database URL ("Line starting with postgres://").
         if holds == Holds::Text
             && ["title", "description", "default"]
                 .into_iter()
@@ -154,6 +157,13 @@ impl<'a> Context<'a> {
                 .any(urls::shows_connection_with_password)
         {
             explain(hits, loc, "secret.context:credentials", step::CONNECTION);
+        } else if holds == Holds::Text
+            && ["title", "pattern"]
+                .into_iter()
+                .filter_map(|k| prop.get(k).and_then(Value::as_str))
+                .any(urls::names_database_url)
+        {
+            explain(hits, loc, "secret.context:credentials", step::DATABASE_URL);
         }
     }
 
