@@ -192,6 +192,10 @@ struct Context {
     pieces: HashSet<String>,
     /// Folded word sequences naming a part of a number (`last 4 digits`).
     partial: Vec<Vec<String>>,
+    /// "No" before a noun, a negation where a place follows the term (`no`, `kein`).
+    none_here: HashSet<String>,
+    /// Folded word sequences placing a request elsewhere or later (`next page`).
+    deferred: Vec<Vec<String>>,
     /// Nouns that, opening a label, name what it holds.
     heads: HashSet<String>,
     copulas: HashSet<String>,
@@ -808,6 +812,8 @@ impl SecretLexicon {
                     .map(|p| folded_words(p))
                     .filter(|p| p.iter().any(|w| !is_number(w)))
                     .collect(),
+                deferred: data.deferred.iter().map(|p| folded_words(p)).collect(),
+                none_here: folded_set(&data.none_here),
                 circumstances_late: folded_set(&late_words),
                 heads: folded_set(&data.heads),
                 copulas: folded_set(&data.copulas),
@@ -1723,6 +1729,18 @@ impl SecretLexicon {
         {
             return true;
         }
+        // A request placed elsewhere or later, with no place here named: "Next, we'll ask
+        // for your Social Security Number on a secure page", "You'll enter the actual
+        // credentials on Snowflake's own page in the next step".
+        if role != Role::Label
+            && ctx
+                .deferred
+                .iter()
+                .any(|p| !p.is_empty() && keys.windows(p.len()).any(|w| w.iter().eq(p.iter())))
+            && !keys.iter().any(|w| ctx.place_cues.contains(*w))
+        {
+            return true;
+        }
         // "password policy", "password min length" — but not "Password (min 8 characters)",
         // where the meta word counts the characters of the requested secret.
         // Nor where it shows the requested value's shape: "recovery codes (format
@@ -1960,6 +1978,15 @@ impl SecretLexicon {
                 .iter()
                 .any(|w| self.ctx.negations_after.contains(*w));
         if closing(3, &|w| !w.is_ascii() && self.ctx.negations.contains(w)) || imperative {
+            return true;
+        }
+        // "No password here", "no PIN needed in this field": "no" right before the term
+        // negates it when a place follows (not "No PIN? Enter your password").
+        let none_before = i > 0 && self.ctx.none_here.contains(keys[i - 1]);
+        let placed_after = keys[i + len..(i + len + 3).min(end)]
+            .iter()
+            .any(|w| self.ctx.place_cues.contains(*w));
+        if none_before && placed_after {
             return true;
         }
         let mut others = 0;

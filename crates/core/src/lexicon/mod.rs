@@ -153,6 +153,12 @@ pub struct Data {
     /// A part of a number that identifies it without giving it (`last 4 digits`, `ending
     /// in`, `letzte 4 stellen`): a card or account number so qualified is no secret.
     pub partial: Vec<&'static str>,
+    /// "No" before a noun (`no`, `kein`, `aucun`): a negation only with a place after the
+    /// term ("no password here", "kein Passwort hier eingeben").
+    pub none_here: Vec<&'static str>,
+    /// A request placed on another page or at a later step (`next page`, `secure page`,
+    /// `separately`): "We'll ask for your password on the next, secure page" asks nothing here.
+    pub deferred: Vec<&'static str>,
     /// The same interrogatives of languages that put them inside the question, after the
     /// secret (`kab`, `ne zaman`, `いつ`): anywhere in a question label.
     pub circumstances_late: Vec<&'static str>,
@@ -375,6 +381,8 @@ impl Data {
                 "questions" => Some(&mut self.questions),
                 "circumstances" => Some(&mut self.circumstances),
                 "partial" => Some(&mut self.partial),
+                "deferred" => Some(&mut self.deferred),
+                "none_here" => Some(&mut self.none_here),
                 "pieces" => Some(&mut self.pieces),
                 "circumstances_late" => Some(&mut self.circumstances_late),
                 "heads" => Some(&mut self.heads),

@@ -1067,3 +1067,38 @@ fn choices_shown_as_enum_values_and_reports_of_typing_are_read() {
         assert!(form(f.clone(), "Continue").is_empty(), "{f}");
     }
 }
+
+#[test]
+fn requests_placed_elsewhere_or_negated_here_ask_nothing() {
+    prose_asks_none(&[
+        "Next, we'll ask for your Social Security Number on a secure page.",
+        "You'll enter the actual credentials on Snowflake's own page in the next step.",
+        "Just your sign-in name, no password here",
+        "DB connection (no password stored here; uses IAM auth)",
+        "Supply the recovery codes later on, in the Security tab.",
+    ]);
+    prose_asks(&[
+        "Enter your password below; the next step asks for your address.",
+        "No PIN? Enter your password here.",
+        "Supply one of your recovery codes (format xxxxx-xxxxx).",
+        "Send us the PIN of the card to reactivate it.",
+    ]);
+}
+
+#[test]
+fn a_database_url_label_or_pattern_asks_for_credentials() {
+    use serde_json::json;
+    for prop in [
+        json!({"type": "string", "pattern": "^postgres(ql)?://"}),
+        json!({"type": "string", "title": "Line starting with postgres://"}),
+        json!({"type": "string", "pattern": "^mongodb\\+srv://.*"}),
+    ] {
+        let found = form(json!({"line": prop}), "Run the migration");
+        assert!(
+            found.iter().any(|(_, d)| d == "secret.context:credentials"),
+            "{prop}: {found:?}"
+        );
+    }
+    let web = json!({"site": {"type": "string", "title": "Site", "pattern": "^https://"}});
+    assert!(form(web, "Add a site").is_empty());
+}
