@@ -617,8 +617,10 @@ fn check_field(
             .iter()
             .filter(|w| !phrase.contains(w) && !lexicon.is_linker(w))
             .all(|w| !title_words.contains(w));
+        // A longer phrase may add one qualifier the name leaves out ("full card number").
+        let missing = phrase.iter().filter(|w| !name_words.contains(*w)).count();
         !phrase.is_empty()
-            && phrase.iter().all(|w| name_words.contains(w))
+            && (missing == 0 || (missing == 1 && phrase.len() >= 3))
             && others_absent
             && title_words
                 .iter()
