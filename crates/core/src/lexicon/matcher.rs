@@ -192,6 +192,8 @@ struct Context {
     pieces: HashSet<String>,
     /// Folded word sequences naming a part of a number (`last 4 digits`).
     partial: Vec<Vec<String>>,
+    /// Pronouns referring back to what an earlier sentence named (`it`, `them`).
+    back_refs: HashSet<String>,
     /// "No" before a noun, a negation where a place follows the term (`no`, `kein`).
     none_here: HashSet<String>,
     /// Folded word sequences placing a request elsewhere or later (`next page`).
@@ -814,6 +816,7 @@ impl SecretLexicon {
                     .collect(),
                 deferred: data.deferred.iter().map(|p| folded_words(p)).collect(),
                 none_here: folded_set(&data.none_here),
+                back_refs: folded_set(&data.back_refs),
                 circumstances_late: folded_set(&late_words),
                 heads: folded_set(&data.heads),
                 copulas: folded_set(&data.copulas),
@@ -1139,8 +1142,9 @@ impl SecretLexicon {
 
     /// Does `text` close by asking for something it names, after naming a secret before?
     /// "Your IBAN has been verified. Add a reference for this payee", "A new private key was
-    /// generated. Give it a friendly name": its last sentence requests (a request verb, or a
-    /// question) a content word (`reference`, `name`, `device`) and names no secret, so the
+    /// generated. Give it a friendly name", "We reset your password. Tell us what went wrong":
+    /// its last sentence requests (a request verb, or a question) a content word
+    /// (`reference`, `name`, `device`) or asks a question of its own, and names no secret, so the
     /// secret of an earlier sentence is the topic. "We sent a code. Enter it below" asks for
     /// the code: its last sentence names nothing of its own.
     pub fn asks_for_other_content(&self, text: &str) -> bool {
@@ -1161,11 +1165,23 @@ impl SecretLexicon {
         }) else {
             return false;
         };
-        let names = keys[v + 1..]
-            .iter()
-            .filter(|w| !ctx.linkers.contains(**w))
-            .take(3)
-            .any(|w| ctx.content.contains(*w) && !ctx.blank.contains(*w));
+        // An interrogative asks for something other than the secret the sentence does not
+        // name: "Tell us what went wrong", "Who owns it?", "Where would you like to pick up
+        // the letter?".
+        // Not a question of what an earlier sentence named ("What is it?"), nor a request
+        // to type here ("Escribe aquí el código que contiene").
+        let interrogative = |w: &str| ctx.questions.contains(w) || ctx.circumstances.contains(w);
+        let refers_back = keys.iter().any(|w| ctx.back_refs.contains(*w));
+        let placed = keys.iter().any(|w| ctx.place_cues.contains(*w));
+        let object = keys[v + 1..].iter().filter(|w| !ctx.linkers.contains(**w));
+        let names = (question && interrogative(keys[v]) && !refers_back)
+            || object
+                .clone()
+                .next()
+                .is_some_and(|w| interrogative(w) && !refers_back && !placed)
+            || object
+                .take(3)
+                .any(|w| ctx.content.contains(*w) && !ctx.blank.contains(*w));
         names
             && self
                 .scan_words(last, &keys, Role::Label, &self.by_first, false)

@@ -156,6 +156,9 @@ pub struct Data {
     /// "No" before a noun (`no`, `kein`, `aucun`): a negation only with a place after the
     /// term ("no password here", "kein Passwort hier eingeben").
     pub none_here: Vec<&'static str>,
+    /// Pronouns referring back to what an earlier sentence named (`it`, `them`, `lo`):
+    /// "We sent a code. What is it?" asks for the code.
+    pub back_refs: Vec<&'static str>,
     /// A request placed on another page or at a later step (`next page`, `secure page`,
     /// `separately`): "We'll ask for your password on the next, secure page" asks nothing here.
     pub deferred: Vec<&'static str>,
@@ -383,6 +386,7 @@ impl Data {
                 "partial" => Some(&mut self.partial),
                 "deferred" => Some(&mut self.deferred),
                 "none_here" => Some(&mut self.none_here),
+                "back_refs" => Some(&mut self.back_refs),
                 "pieces" => Some(&mut self.pieces),
                 "circumstances_late" => Some(&mut self.circumstances_late),
                 "heads" => Some(&mut self.heads),
