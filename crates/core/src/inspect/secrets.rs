@@ -293,6 +293,10 @@ pub(crate) fn check_form(
         lexicon
             .scan(m, if label { Role::Label } else { prose_role })
             .filter(|hit| room.fits(hit.category))
+            // The message may name the term's benign sense itself: "enter your 6-digit PIN
+            // code (postal code) so the courier can route your parcel" (a sense word inside
+            // another secret's name is none: "las 12 palabras de tu frase de recuperación").
+            .filter(|hit| !lexicon.benign_sense_in(hit.term, m))
             // Over one blank input, a closing request for something else the message names
             // makes an earlier secret its topic.
             .filter(|_| !(prose_role == Role::Prose && lexicon.asks_for_other_content(m)))

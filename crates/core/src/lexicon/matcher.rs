@@ -898,6 +898,37 @@ impl SecretLexicon {
         })
     }
 
+    /// [`SecretLexicon::benign_sense`] read in one text that may name other secrets: a sense
+    /// word inside another term's phrase ("frase" in "frase de recuperación") does not count.
+    pub fn benign_sense_in(&self, term: usize, text: &str) -> bool {
+        let Some(info) = self.terms.get(term) else {
+            return false;
+        };
+        if info.senses.is_empty() {
+            return false;
+        }
+        let words = folded_words(text);
+        let keys: Vec<&str> = words.iter().map(String::as_str).collect();
+        let mut covered = vec![false; keys.len()];
+        let mut j = 0;
+        while j < keys.len() {
+            match self.match_at(&keys, j, &self.by_first, false) {
+                Some((Some(t), len)) if t != term => {
+                    covered[j..j + len].iter_mut().for_each(|c| *c = true);
+                    j += len;
+                }
+                _ => j += 1,
+            }
+        }
+        info.senses.iter().any(|sense| {
+            !sense.is_empty()
+                && keys.windows(sense.len()).enumerate().any(|(k, w)| {
+                    w.iter().zip(sense).all(|(a, b)| *a == b.as_str())
+                        && !covered[k..k + sense.len()].iter().any(|c| *c)
+                })
+        })
+    }
+
     /// The first secret term requested by `text`, if any.
     pub fn scan(&self, text: &str, role: Role) -> Option<Match<'_>> {
         self.scan_detail(text, role).0
