@@ -45,6 +45,8 @@ mod step {
     pub const WRITE_ONLY: &str = "`writeOnly` marks a secret input";
     pub const HIDDEN: &str =
         "a choice's, a checkbox's or a default's text tells the user to type a secret (a request cue next to the term)";
+    pub const HIDDEN_PLACED: &str =
+        "a choice's or a checkbox's text names a secret and the input of the form it goes in";
     pub const LABEL: &str = "the field's name or title names a secret its type can hold";
     pub const DESCRIPTION: &str = "the field's description asks for a secret its type can hold";
     pub const SPLIT: &str = "the field's name and title read together name a secret";
@@ -107,6 +109,36 @@ pub(crate) fn check_form(
     // type into asks nothing.
     let mut hidden = Vec::new();
     let mut free_holds = Vec::new();
+    // The labels of the free inputs (title, else name; a few words): a choice's or
+    // checkbox's text naming one says what goes in it ("I confirm Value holds this peer's
+    // WireGuard private key", "I'm pasting the client secret into Details").
+    let input_labels: Vec<Vec<String>> = props
+        .iter()
+        .filter(|(_, p)| schema::kind_of(p).is_free_input())
+        .map(|(name, p)| p.get("title").and_then(Value::as_str).unwrap_or(name))
+        .map(|l| {
+            text::words(l)
+                .into_iter()
+                .map(|w| w.folded)
+                .collect::<Vec<_>>()
+        })
+        .filter(|w| !w.is_empty() && w.len() <= 4)
+        .collect();
+    // Named as a place: after a preposition of place ("into Details", "in the Value
+    // field"), or before what it holds ("Value holds", "Field 1 contains"); not "Did the
+    // vendor hold API keys?" over an input titled "Vendor".
+    let names_input = |t: &str| {
+        let words: Vec<String> = text::words(t).into_iter().map(|w| w.folded).collect();
+        input_labels.iter().any(|l| {
+            words.windows(l.len()).enumerate().any(|(k, w)| {
+                let before = words[k.saturating_sub(2)..k].iter().map(String::as_str);
+                let after = words.get(k + l.len()).map(String::as_str);
+                w == l.as_slice()
+                    && (before.into_iter().any(|b| PLACE_PREPOSITIONS.contains(&b))
+                        || after.is_some_and(|a| HOLDING_VERBS.contains(&a)))
+            })
+        })
+    };
     for (name, prop) in props {
         if !allow.is_empty() && allow.contains(&text::fold(&text::nfkc(name))) {
             continue;
@@ -219,9 +251,18 @@ pub(crate) fn check_form(
             } else {
                 Role::Hidden
             };
-            if let Some(m) = lexicon.scan(t, role) {
+            let found = lexicon
+                .scan(t, role)
+                .map(|m| (m, step::HIDDEN))
+                .or_else(|| {
+                    (role == Role::Hidden && at.is_some() && names_input(t))
+                        .then(|| lexicon.scan(t, Role::Prose))
+                        .flatten()
+                        .map(|m| (m, step::HIDDEN_PLACED))
+                });
+            if let Some((m, because)) = found {
                 let at = at.map_or_else(|| "default".to_owned(), |f| f());
-                hidden.push((format!("{}.{at}", loc()), m));
+                hidden.push((format!("{}.{at}", loc()), m, because));
             }
         });
         if !kind.is_free_input() {
@@ -250,9 +291,9 @@ pub(crate) fn check_form(
             }
         }
     }
-    for (at, m) in hidden {
+    for (at, m, because) in hidden {
         if free_holds.iter().any(|h| h.fits(m.category)) {
-            record(hits, lexicon, at, &m, step::HIDDEN);
+            record(hits, lexicon, at, &m, because);
         }
     }
     context.finish(schema, message, lexicon, hits);
@@ -401,6 +442,17 @@ impl Holds {
         }
     }
 }
+
+/// Prepositions placing a text in an input: "I typed the CVV in Extra info", "pasting the
+/// secret into Details", "im Feld Antwort", "dans le champ Réponse".
+const PLACE_PREPOSITIONS: &[&str] = &[
+    "in", "into", "inside", "under", "im", "ins", "dans", "en", "no", "na", "nel", "nella", "nell",
+    "nello", "в", "во", "w", "we", "di", "ke",
+];
+
+/// Verbs saying what an input holds, right after its label: "Value holds", "Field 1
+/// contains".
+const HOLDING_VERBS: &[&str] = &["holds", "contains", "has", "is", "enthalt", "contient"];
 
 /// Currency signs: a number titled with one is an amount.
 const CURRENCY: &[char] = &[

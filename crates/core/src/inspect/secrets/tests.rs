@@ -1102,3 +1102,27 @@ fn a_database_url_label_or_pattern_asks_for_credentials() {
     let web = json!({"site": {"type": "string", "title": "Site", "pattern": "^https://"}});
     assert!(form(web, "Add a site").is_empty());
 }
+
+#[test]
+fn a_choice_naming_the_input_a_secret_goes_in_asks_for_it() {
+    use serde_json::json;
+    let asks = json!({
+        "value": {"type": "string", "title": "Value", "minLength": 44},
+        "confirm": {"type": "boolean",
+            "title": "I confirm Value holds this peer's WireGuard private key"}});
+    assert!(form(asks, "Add VPN peer")
+        .iter()
+        .any(|(at, _)| at.ends_with("confirm.title")));
+    let placed = json!({
+        "which": {"type": "string", "oneOf": [
+            {"const": "a", "title": "Pasting the rotated client secret into Details"},
+            {"const": "b", "title": "Use a certificate"}]},
+        "details": {"type": "string", "title": "Details"}});
+    assert!(!form(placed, "Okta SCIM connector").is_empty());
+    // An input's label named in passing, not as the place to type.
+    let passing = json!({
+        "vendor": {"type": "string", "title": "Vendor"},
+        "held": {"type": "string", "title": "Did the vendor hold API keys of ours?",
+            "enum": ["yes", "no"]}});
+    assert!(form(passing, "Log a vendor breach").is_empty());
+}
