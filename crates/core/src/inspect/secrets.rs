@@ -723,7 +723,19 @@ fn check_field(
     let mut found = report("", name_hit, step::LABEL, hits);
     found |= report(".title", title_hit, step::LABEL, hits);
     if let Some(d) = description {
-        found |= report(".description", scan_description(d), step::DESCRIPTION, hits);
+        // Under a blank label ("Value", untitled) a description that is a phrase naming a
+        // thing names what the field holds: "The PIN of the SIM card inserted in the modem".
+        let named = || {
+            (!labelled() && lexicon.is_naming_phrase(d))
+                .then(|| lexicon.scan(d, Role::Label))
+                .flatten()
+        };
+        found |= report(
+            ".description",
+            scan_description(d).or_else(named),
+            step::DESCRIPTION,
+            hits,
+        );
     }
     if !found {
         // A name split across the field's texts: `api` titled "Key", `card` described as

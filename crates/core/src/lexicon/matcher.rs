@@ -1096,6 +1096,25 @@ impl SecretLexicon {
     /// Does the label `text` say anything of what its field holds: a word that is not a
     /// generic one (`value`, `code`, `answer`), an article or a number? "Error code" does,
     /// "Value" and "Your answer" do not.
+    /// Is `text` a phrase naming a thing, with no request cue and no negation in it ("The
+    /// PIN of the SIM card inserted in the modem")? Under a blank label such a description
+    /// says what the field holds, as a label would.
+    pub fn is_naming_phrase(&self, text: &str) -> bool {
+        let ctx = &self.ctx;
+        let words = text::words(text);
+        // Word counts say nothing of scripts written without spaces.
+        (2..=10).contains(&words.len())
+            && !text.chars().any(text::is_compact_script)
+            && !text::is_question(text)
+            && words.iter().skip(1).all(|w| !w.stop_before)
+            && words.iter().all(|w| {
+                !(ctx.cues.contains(&w.folded) && !ctx.linkers.contains(&w.folded))
+                    && !ctx.negations.contains(&w.folded)
+                    && !ctx.none_here.contains(&w.folded)
+                    && !ctx.meta_before.contains(&w.folded)
+            })
+    }
+
     pub fn names_something(&self, text: &str) -> bool {
         let ctx = &self.ctx;
         text::words(text).iter().any(|w| {

@@ -1126,3 +1126,20 @@ fn a_choice_naming_the_input_a_secret_goes_in_asks_for_it() {
             "enum": ["yes", "no"]}});
     assert!(form(passing, "Log a vendor breach").is_empty());
 }
+
+#[test]
+fn a_phrase_described_under_a_blank_label_names_what_it_holds() {
+    use serde_json::json;
+    let sim = json!({"value": {"type": "string", "title": "Value",
+        "description": "The PIN of the SIM card inserted in the modem."}});
+    assert!(!form(sim, "Bring the LTE modem online").is_empty());
+    // A labelled field's description, a warning, or a request for something else: no.
+    for (title, description) in [
+        ("Reason", "The PIN of the SIM card was blocked"),
+        ("Value", "Never your PIN, only the modem's name"),
+        ("Value", "Name of the SIM card whose PIN changed"),
+    ] {
+        let f = json!({"value": {"type": "string", "title": title, "description": description}});
+        assert!(form(f.clone(), "Modem settings").is_empty(), "{f}");
+    }
+}
