@@ -446,8 +446,8 @@ impl Holds {
 /// Prepositions placing a text in an input: "I typed the CVV in Extra info", "pasting the
 /// secret into Details", "im Feld Antwort", "dans le champ Réponse".
 const PLACE_PREPOSITIONS: &[&str] = &[
-    "in", "into", "inside", "under", "im", "ins", "dans", "en", "no", "na", "nel", "nella", "nell",
-    "nello", "в", "во", "w", "we", "di", "ke",
+    "in", "into", "inside", "under", "im", "ins", "unter", "dans", "en", "em", "no", "na", "nel",
+    "nella", "nell", "nello", "в", "во", "w", "we", "di", "ke",
 ];
 
 /// Verbs saying what an input holds, right after its label: "Value holds", "Field 1
