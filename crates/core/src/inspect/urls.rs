@@ -324,7 +324,7 @@ pub(crate) fn names_database_url(text: &str) -> bool {
         return false;
     };
     // The word before `://`, an optional group of the pattern (`(ql)?`) dropped.
-    let head = plain[..at].trim_end_matches(|c| matches!(c, ')' | '?'));
+    let head = plain[..at].trim_end_matches([')', '?']);
     let head = head.rsplit_once('(').map_or(head, |(h, _)| h);
     let scheme = head
         .rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '+'))

@@ -1108,10 +1108,10 @@ impl SecretLexicon {
             && !text::is_question(text)
             && words.iter().skip(1).all(|w| !w.stop_before)
             && words.iter().all(|w| {
-                !(ctx.cues.contains(&w.folded) && !ctx.linkers.contains(&w.folded))
-                    && !ctx.negations.contains(&w.folded)
-                    && !ctx.none_here.contains(&w.folded)
-                    && !ctx.meta_before.contains(&w.folded)
+                let w = w.folded.as_str();
+                let request = ctx.cues.contains(w) && !ctx.linkers.contains(w);
+                let refused = ctx.negations.contains(w) || ctx.none_here.contains(w);
+                !request && !refused && !ctx.meta_before.contains(w)
             })
     }
 
