@@ -52,6 +52,8 @@ mod step {
     pub const SPLIT: &str = "the field's name and title read together name a secret";
     pub const FORM_TEXT: &str =
         "the form's message or title asks for a secret, and one of its inputs can hold it";
+    pub const KEY_PREFIX: &str =
+        "the field's default begins a well-known credential format for the user to complete";
     pub const TEMPLATE: &str =
         "the field's default is a configuration template whose variable names a secret to fill in";
 }
@@ -217,16 +219,34 @@ pub(crate) fn check_form(
                     );
                     return;
                 }
+                // A credential's prefix begun in the input (`sk-proj-`, `ghp_`, `SG.`): the
+                // rest is the user's to type.
+                let begun = t.trim();
+                if holds == Holds::Text
+                    && (3..=24).contains(&begun.len())
+                    && !begun.contains(char::is_whitespace)
+                {
+                    if let Some(d) = super::pii::pattern_key(&regex::escape(begun)) {
+                        let why = Why {
+                            because: step::KEY_PREFIX,
+                            term: None,
+                        };
+                        hits.explain(RuleId::FormSecret, format!("{}.default", loc()), d, why);
+                        return;
+                    }
+                }
             }
             // A default without a space is a value or an identifier (`OPENAI_API_KEY`), not
             // a sentence to complete.
             let sentence = t.trim().contains(char::is_whitespace);
             // A blank to complete names what the user types next, every term counting: a
-            // label and a colon ("暗証番号：", "IBAN: DE", a prefix begun), a sentence ending
-            // in a copula ("My Social Security number is "), a line to fill ("____").
+            // label and a colon or a dash ("暗証番号：", "IBAN: DE", a prefix begun, "Код из
+            // пуш-уведомления — "), a sentence ending in a copula ("My Social Security number
+            // is "), a line to fill ("____"); and under a blank label, a phrase naming what
+            // to type ("Your Shopee password", "herstelzin: woord1 … woord12").
             let blank = || {
                 let trimmed = t.trim_end();
-                trimmed.ends_with([':', '：', '='])
+                trimmed.ends_with([':', '：', '=', '—', '–'])
                     || (sentence && t.contains("__"))
                     || trimmed
                         .rsplit_once([':', '：'])
@@ -234,6 +254,7 @@ pub(crate) fn check_form(
                             !label.trim().is_empty() && begun.trim().chars().count() <= 4
                         })
                     || (sentence && lexicon.ends_with_copula(t))
+                    || (!labelled() && sentence && lexicon.is_naming_phrase(t))
             };
             let role = if free && at.is_none() && blank() {
                 Role::Label
