@@ -248,6 +248,13 @@ pub(crate) fn check_form(
                 let trimmed = t.trim_end();
                 trimmed.ends_with([':', '：', '=', '—', '–'])
                     || (sentence && t.contains("__"))
+                    // A line left open after the secret it names last: "machine
+                    // api.heroku.com login ops@acme.io password ".
+                    || (sentence
+                        && t.ends_with(' ')
+                        && t.split_whitespace()
+                            .next_back()
+                            .is_some_and(|w| lexicon.scan(w, Role::Label).is_some()))
                     || trimmed
                         .rsplit_once([':', '：'])
                         .is_some_and(|(label, begun)| {
