@@ -30,7 +30,7 @@ mod step {
         "the field's label or pattern begins a database URL, which carries its credentials";
     pub const KEY_FORMAT: &str = "the field's pattern takes a well-known credential format";
     pub const CARD_SHAPE: &str =
-        "the field's pattern takes the lengths of a payment card's number and nothing else";
+        "the field takes the lengths of a payment card's number and nothing else (its pattern, or its length beside a card)";
 }
 
 /// Fields collected for the form-wide decisions.
@@ -42,6 +42,9 @@ pub(super) struct Context<'a> {
     parts: Vec<(String, &'a Value)>,
     /// Text inputs labelled with an answer only ([`Context::security_answers`]).
     answers: Vec<String>,
+    /// Blank inputs shaped as a card's number (13 to 19 characters) or as its expiry
+    /// (`^\d{2}/\d{2}$`): the card's when the form names a card ([`Context::card_shapes`]).
+    shapes: Vec<(String, Category)>,
 }
 
 impl<'a> Context<'a> {
@@ -102,6 +105,22 @@ impl<'a> Context<'a> {
             self.answers.push(loc.to_owned());
         } else if holds.fits(Category::CardExpiry) && part {
             self.parts.push((loc.to_owned(), prop));
+        }
+        // A blank input shaped as a card's number or its expiry, decided once the form is
+        // read: "Value" of 13 to 19 characters on a form adding a payment card.
+        if holds == Holds::Text && !lexicon.names_something(title.unwrap_or(name)) {
+            let len = |k: &str| prop.get(k).and_then(Value::as_u64);
+            let card_lengths = len("minLength").is_some_and(|n| (12..=15).contains(&n))
+                && len("maxLength").is_some_and(|n| (16..=19).contains(&n));
+            let expiry_shape = prop
+                .get("pattern")
+                .and_then(Value::as_str)
+                .is_some_and(|p| matches!(p, "^\\d{2}/\\d{2}$" | "^[0-9]{2}/[0-9]{2}$"));
+            if card_lengths {
+                self.shapes.push((loc.to_owned(), Category::Card));
+            } else if expiry_shape {
+                self.shapes.push((loc.to_owned(), Category::CardExpiry));
+            }
         }
         // A one-time code asked by its shape: an input labelled with a verification whose
         // pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
@@ -175,10 +194,15 @@ impl<'a> Context<'a> {
         lexicon: &SecretLexicon,
         hits: &mut Hits,
     ) {
-        if self.expiries.is_empty() && self.parts.is_empty() && self.answers.is_empty() {
+        if self.expiries.is_empty()
+            && self.parts.is_empty()
+            && self.answers.is_empty()
+            && self.shapes.is_empty()
+        {
             return;
         }
         let form = Form { schema, message };
+        self.card_shapes(&form, lexicon, hits);
         self.card_expiries(&form, lexicon, hits);
         self.security_answers(&form, lexicon, hits);
     }
@@ -228,6 +252,26 @@ impl<'a> Context<'a> {
             for (at, _) in &self.parts {
                 explain(hits, at, "secret.context:card_expiry", step::EXPIRY);
             }
+        }
+    }
+
+    /// A blank input shaped as a card's number or expiry asks for it when the form names a
+    /// payment card ("Your Visa ending 1188 was renewed. Key in the new expiry date" above
+    /// "Input" of pattern `^\d{2}/\d{2}$`).
+    fn card_shapes(&self, form: &Form<'_>, lexicon: &SecretLexicon, hits: &mut Hits) {
+        if self.shapes.is_empty()
+            || !form
+                .texts()
+                .any(|t| lexicon.names_card(t) || lexicon.names_card_expiring(t))
+        {
+            return;
+        }
+        for (at, category) in &self.shapes {
+            let (detector, because) = match category {
+                Category::Card => ("secret.context:card", step::CARD_SHAPE),
+                _ => ("secret.context:card_expiry", step::EXPIRY),
+            };
+            explain(hits, at, detector, because);
         }
     }
 
