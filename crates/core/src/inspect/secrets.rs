@@ -283,8 +283,11 @@ pub(crate) fn check_form(
                 .scan(t, role)
                 .map(|m| (m, step::HIDDEN))
                 .or_else(|| {
+                    // Read as a statement: "Which provider's API key are you typing into
+                    // Value?" is about the provider, and still says what goes in Value.
+                    let stated = t.trim_end().trim_end_matches(['?', '？', '؟']);
                     (role == Role::Hidden && at.is_some() && names_input(t))
-                        .then(|| lexicon.scan(t, Role::Prose))
+                        .then(|| lexicon.scan(stated, Role::Prose))
                         .flatten()
                         .map(|m| (m, step::HIDDEN_PLACED))
                 });
