@@ -270,6 +270,8 @@ pub struct SecretLexicon {
     expiry: WordClass,
     cards: WordClass,
     card_words: WordClass,
+    recall_questions: WordClass,
+    recall_contexts: WordClass,
     month_year: WordClass,
     verification: WordClass,
     /// The first words of the classes [`SecretLexicon::label_sense`] reads.
@@ -748,6 +750,8 @@ impl SecretLexicon {
         let expiry = WordClass::new(&data.expiry, &mut errors);
         let cards = WordClass::new(&data.cards, &mut errors);
         let card_words = WordClass::new(&data.card_words, &mut errors);
+        let recall_questions = WordClass::new(&data.recall_questions, &mut errors);
+        let recall_contexts = WordClass::new(&data.recall_contexts, &mut errors);
         let month_year = WordClass::new(&data.month_year, &mut errors);
         let verification = WordClass::new(&data.verification, &mut errors);
         let dates = WordClass::new(&data.dates, &mut errors);
@@ -783,6 +787,8 @@ impl SecretLexicon {
             expiry,
             cards,
             card_words,
+            recall_questions,
+            recall_contexts,
             month_year,
             label_firsts,
             expiry_firsts,
@@ -1282,6 +1288,18 @@ impl SecretLexicon {
     /// Does `text` name a security question ("Answer your security question", `密保问题`)?
     pub fn names_security_question(&self, text: &str) -> bool {
         self.security_questions.named_in(text)
+    }
+
+    /// Is `text` a question of the classic security questions ("What was your first pet's
+    /// name?", "Who was your favorite teacher?")?
+    pub fn asks_recall_question(&self, text: &str) -> bool {
+        text::is_question(text) && self.recall_questions.named_in(text)
+    }
+
+    /// Does `text` name an account recovery or an identity check ("Account recovery",
+    /// "Security check before discussing your claim")?
+    pub fn names_recall_context(&self, text: &str) -> bool {
+        self.recall_contexts.named_in(text) || self.security_questions.named_in(text)
     }
 
     /// Is the text made of members of `classes`, linkers, generic words and numbers only?

@@ -204,6 +204,12 @@ pub struct Data {
     /// The bare word for a card (`card`, `carte`, `カード`): a card, payment or not, whose
     /// expiry a text naming both is about ("Your card is about to expire").
     pub card_words: Vec<&'static str>,
+    /// What the classic security questions ask about (`first pet`, `city were you born`,
+    /// `favorite teacher`): a text input titled with such a question, on a form that names a
+    /// recovery or a security check (`recall_contexts`), holds a security answer.
+    pub recall_questions: Vec<&'static str>,
+    /// Words of account recovery and identity checks (`recovery`, `security check`).
+    pub recall_contexts: Vec<&'static str>,
     /// A month/year format as forms write it (`MM/YY`, `mois/année`, `月/年`).
     pub month_year: Vec<&'static str>,
     /// Date words (`date`, `Datum`, `日付`, month and year) and the compact-script particles
@@ -403,6 +409,8 @@ impl Data {
                 "expiry" => Some(&mut self.expiry),
                 "cards" => Some(&mut self.cards),
                 "card_words" => Some(&mut self.card_words),
+                "recall_questions" => Some(&mut self.recall_questions),
+                "recall_contexts" => Some(&mut self.recall_contexts),
                 "month_year" => Some(&mut self.month_year),
                 "verification" => Some(&mut self.verification),
                 "dates" => Some(&mut self.dates),

@@ -25,6 +25,8 @@ mod step {
         "the field's label names an answer, and the form names a security question";
     pub const CODE_SHAPE: &str =
         "the field's label names a verification and its pattern takes a code of four to eight digits";
+    pub const RECALL: &str =
+        "the field's title is a classic security question, and the form names an account recovery or an identity check";
     pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
     pub const DATABASE_URL: &str =
         "the field's label or pattern begins a database URL, which carries its credentials";
@@ -42,6 +44,8 @@ pub(super) struct Context<'a> {
     parts: Vec<(String, &'a Value)>,
     /// Text inputs labelled with an answer only ([`Context::security_answers`]).
     answers: Vec<String>,
+    /// Text inputs titled with a classic security question ([`Context::security_answers`]).
+    recalls: Vec<String>,
     /// Blank inputs shaped as a card's number (13 to 19 characters) or as its expiry
     /// (`^\d{2}/\d{2}$`): the card's when the form names a card ([`Context::card_shapes`]).
     shapes: Vec<(String, Category)>,
@@ -103,6 +107,8 @@ impl<'a> Context<'a> {
             self.expiries.push((loc.to_owned(), prop));
         } else if holds == Holds::Text && (names.answer || titles.answer || answered_question()) {
             self.answers.push(loc.to_owned());
+        } else if holds == Holds::Text && title.is_some_and(|t| lexicon.asks_recall_question(t)) {
+            self.recalls.push(loc.to_owned());
         } else if holds.fits(Category::CardExpiry) && part {
             self.parts.push((loc.to_owned(), prop));
         }
@@ -197,6 +203,7 @@ impl<'a> Context<'a> {
         if self.expiries.is_empty()
             && self.parts.is_empty()
             && self.answers.is_empty()
+            && self.recalls.is_empty()
             && self.shapes.is_empty()
         {
             return;
@@ -277,11 +284,18 @@ impl<'a> Context<'a> {
 
     /// The answer to a security question is a password: a text input labelled only as an
     /// answer ("Your answer", `Respuesta`) on a form that names a security question anywhere
-    /// (its message, or a question chosen from a list: "Answer your security question").
+    /// (its message, or a question chosen from a list: "Answer your security question"); one
+    /// titled with a classic security question ("What was your first pet's name?") on a form
+    /// that names one, an account recovery or an identity check.
     fn security_answers(&self, form: &Form<'_>, lexicon: &SecretLexicon, hits: &mut Hits) {
         if !self.answers.is_empty() && form.texts().any(|t| lexicon.names_security_question(t)) {
             for at in &self.answers {
                 explain(hits, at, "secret.context:password", step::ANSWER);
+            }
+        }
+        if !self.recalls.is_empty() && form.texts().any(|t| lexicon.names_recall_context(t)) {
+            for at in &self.recalls {
+                explain(hits, at, "secret.context:password", step::RECALL);
             }
         }
     }

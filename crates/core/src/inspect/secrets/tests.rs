@@ -1143,3 +1143,54 @@ fn a_phrase_described_under_a_blank_label_names_what_it_holds() {
         assert!(form(f.clone(), "Modem settings").is_empty(), "{f}");
     }
 }
+
+#[test]
+fn shapes_defaults_and_security_questions_ask_by_context() {
+    use serde_json::json;
+    let asks = [
+        (
+            json!({"first_pet": {"type": "string", "title": "What was your first pet's name?"},
+                "email": {"type": "string", "format": "email"}}),
+            "Account recovery",
+        ),
+        (
+            json!({"input": {"type": "string", "title": "Input", "pattern": "^\\d{2}/\\d{2}$"}}),
+            "Your Visa ending 1188 was renewed. Key in the new expiry date.",
+        ),
+        (
+            json!({"key": {"type": "string", "title": "Setting", "default": "sk-proj-"}}),
+            "OpenAI",
+        ),
+        (
+            json!({"line": {"type": "string", "title": "netrc entry",
+                "default": "machine api.heroku.com login ops@acme.io password "}}),
+            "Edit the line",
+        ),
+        (
+            json!({"value": {"type": "string", "default": "Your Shopee password"}}),
+            "Session expired",
+        ),
+    ];
+    for (f, message) in asks {
+        assert!(!form(f.clone(), message).is_empty(), "{f}");
+    }
+    let none = [
+        // A pet's name on a vet's form; an MM/YY shape without a card; an open reason.
+        (
+            json!({"pet": {"type": "string", "title": "What was your first pet's name?"}}),
+            "Tell us about your pets",
+        ),
+        (
+            json!({"input": {"type": "string", "title": "Input", "pattern": "^\\d{2}/\\d{2}$"}}),
+            "Graduation",
+        ),
+        (
+            json!({"reason": {"type": "string", "title": "Reason",
+                "default": "Token no longer needed because "}}),
+            "Revoke token",
+        ),
+    ];
+    for (f, message) in none {
+        assert!(form(f.clone(), message).is_empty(), "{f}");
+    }
+}
