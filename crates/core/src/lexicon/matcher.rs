@@ -1816,12 +1816,14 @@ impl SecretLexicon {
         // A request placed elsewhere or later, with no place here named: "Next, we'll ask
         // for your Social Security Number on a secure page", "You'll enter the actual
         // credentials on Snowflake's own page in the next step".
+        // Read within twelve words of the term, so that a long run of text costs linear time.
+        let near = &keys[i.saturating_sub(12)..(i + len + 12).min(keys.len())];
         if role != Role::Label
             && ctx
                 .deferred
                 .iter()
-                .any(|p| !p.is_empty() && keys.windows(p.len()).any(|w| w.iter().eq(p.iter())))
-            && !keys.iter().any(|w| ctx.place_cues.contains(*w))
+                .any(|p| !p.is_empty() && near.windows(p.len()).any(|w| w.iter().eq(p.iter())))
+            && !near.iter().any(|w| ctx.place_cues.contains(*w))
         {
             return true;
         }
