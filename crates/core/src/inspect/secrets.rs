@@ -312,7 +312,7 @@ pub(crate) fn check_form(
         let fits = check_field(&field, message, lexicon, &loc(), hits);
         // Nothing named a secret: the field may still ask for one by context or shape.
         if hits.count() == before {
-            context.field(&field, &loc(), lexicon, hits);
+            context.field(&field, message, &loc(), lexicon, hits);
         }
         if fits {
             // An input labelled with what it holds is not a blank the message can fill with

@@ -13,8 +13,9 @@
 use serde_json::Value;
 
 use super::super::{pii, urls};
-use super::{schema, Field, Hits, Holds, RuleId, SecretLexicon, Why};
+use super::{schema, Field, Hits, Holds, Role, RuleId, SecretLexicon, Why};
 use crate::lexicon::Category;
+use crate::text::fold as text;
 
 /// The steps of the decision procedure these rules take (docs/policy.md, "Asks by shape and
 /// context"), as a finding explains itself.
@@ -30,6 +31,8 @@ mod step {
     pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
     pub const DATABASE_URL: &str =
         "the field's label or pattern begins a database URL, which carries its credentials";
+    pub const CODE_SENT: &str =
+        "the field's label is a code word alone, and the form's message says how the code was sent";
     pub const KEY_FORMAT: &str = "the field's pattern takes a well-known credential format";
     pub const CARD_SHAPE: &str =
         "the field takes the lengths of a payment card's number and nothing else (its pattern, or its length beside a card)";
@@ -57,6 +60,7 @@ impl<'a> Context<'a> {
     pub(super) fn field(
         &mut self,
         field: &Field<'a>,
+        message: Option<&str>,
         loc: &str,
         lexicon: &SecretLexicon,
         hits: &mut Hits,
@@ -65,6 +69,32 @@ impl<'a> Context<'a> {
             name, prop, holds, ..
         } = *field;
         let title = prop.get("title").and_then(Value::as_str);
+        // A label that is a code word alone ("Code", "Código", "Kode"), under a message
+        // saying how the code came ("We just called you and read out a six-digit code",
+        // "Te enviamos un código a tu correo"): the one-time code, as the label would be
+        // with those words in it.
+        if holds.fits(Category::Otp) {
+            let label = title.unwrap_or(name);
+            // (Word counts say nothing of scripts written without spaces.)
+            let short = (1..=2).contains(&text::words(label).len())
+                && !label.chars().any(text::is_compact_script);
+            if let Some(m) = message.filter(|_| short) {
+                let joined = format!("{label}. {m}");
+                let own = |p: &str| {
+                    let words = |t: &str| -> Vec<String> {
+                        text::words(t).into_iter().map(|w| w.folded).collect()
+                    };
+                    // The match opens at the label (it may run on: "Code. We texted").
+                    words(p).starts_with(&words(label))
+                };
+                if let Some(hit) = lexicon.scan(&joined, Role::Label).filter(|h| {
+                    h.category == Category::Otp && lexicon.phrase(h.term).is_some_and(own)
+                }) {
+                    explain(hits, loc, hit.detector, step::CODE_SENT);
+                    return;
+                }
+            }
+        }
         let names = lexicon.label_sense(name);
         let titles = title.map(|t| lexicon.label_sense(t)).unwrap_or_default();
         // A part of a date by the label the user reads: the name stands in only without a

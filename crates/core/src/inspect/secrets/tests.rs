@@ -1194,3 +1194,19 @@ fn shapes_defaults_and_security_questions_ask_by_context() {
         assert!(form(f.clone(), message).is_empty(), "{f}");
     }
 }
+
+#[test]
+fn a_code_label_under_a_message_saying_how_it_came_is_the_one_time_code() {
+    use serde_json::json;
+    let f = json!({"code": {"type": "string", "title": "Code", "maxLength": 6},
+        "trust": {"type": "boolean", "title": "Trust this device"}});
+    assert!(!form(
+        f.clone(),
+        "We just called you and read out a six-digit code."
+    )
+    .is_empty());
+    assert!(!form(f.clone(), "We texted a code to your phone ending 42.").is_empty());
+    // A code of another kind, or a message that says nothing of how it came.
+    assert!(form(f.clone(), "Enter the promo code from our newsletter.").is_empty());
+    assert!(form(f, "Have a discount?").is_empty());
+}
