@@ -1526,6 +1526,7 @@ impl SecretLexicon {
                 Role::Cued => self.cued_near(&keys[lo..hi], i - lo, len),
                 Role::Hidden | Role::Asked => {
                     self.verb_cued(&keys[lo..hi], i - lo, len, role == Role::Hidden)
+                        || (role == Role::Asked && self.asked_back(&keys[hi..]))
                 }
             };
             // "Never share your seed phrase", "Do not include your password": a warning.
@@ -2038,6 +2039,29 @@ impl SecretLexicon {
             }
         }
         false
+    }
+
+    /// Does the sentence after the term's open with a request for it by a pronoun: "We
+    /// texted you a code. Enter it below", "… Please paste it here"? A request verb within
+    /// its first three words, the pronoun right after (a linker between at most).
+    fn asked_back(&self, next: &[&str]) -> bool {
+        let ctx = &self.ctx;
+        let verb = |w: &str| {
+            ctx.cues.contains(w) && !ctx.linkers.contains(w) && !ctx.weak_cues.contains(w)
+        };
+        // Not a request for something of it: "Donnez-lui un nom", "Give it a name".
+        let names_other = |rest: &[&str]| {
+            rest.iter()
+                .filter(|w| !ctx.linkers.contains(**w))
+                .take(3)
+                .any(|w| ctx.content.contains(*w) && !ctx.blank.contains(*w))
+        };
+        next.iter().take(3).enumerate().any(|(k, w)| {
+            let after = &next[k + 1..];
+            verb(w)
+                && after.iter().take(2).any(|p| ctx.back_refs.contains(*p))
+                && !names_other(after)
+        })
     }
 
     /// A negation before the term with at most two other words between, linkers aside:

@@ -1210,3 +1210,18 @@ fn a_code_label_under_a_message_saying_how_it_came_is_the_one_time_code() {
     assert!(form(f.clone(), "Enter the promo code from our newsletter.").is_empty());
     assert!(form(f, "Have a discount?").is_empty());
 }
+
+#[test]
+fn a_request_by_pronoun_in_the_next_sentence_asks_for_what_the_message_named() {
+    use serde_json::json;
+    let f = json!({"value_1": {"type": "string", "title": "Value 1"},
+        "value_2": {"type": "string", "title": "Value 2"}});
+    let asks = "Datadog needs two things: your API key and your application key. Paste them below.";
+    assert!(!form(f.clone(), asks).is_empty());
+    // A request for something of it: its name.
+    assert!(form(
+        f,
+        "Your SSH key was added. Give it a name to find it later."
+    )
+    .is_empty());
+}
