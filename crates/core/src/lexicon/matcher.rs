@@ -1235,9 +1235,12 @@ impl SecretLexicon {
                 .clone()
                 .next()
                 .is_some_and(|w| interrogative(w) && !refers_back && !placed)
-            || object
-                .take(3)
-                .any(|w| ctx.content.contains(*w) && !ctx.blank.contains(*w));
+            // A content word after a request verb ("Give it a friendly name"); a verb of
+            // need explains instead ("Lo necesitamos para formalizar la reserva").
+            || ((question || !ctx.weak_cues.contains(keys[v]))
+                && object
+                    .take(3)
+                    .any(|w| ctx.content.contains(*w) && !ctx.blank.contains(*w)));
         names
             && self
                 .scan_words(last, &keys, Role::Label, &self.by_first, false)
