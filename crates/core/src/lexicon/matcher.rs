@@ -2061,8 +2061,10 @@ impl SecretLexicon {
         };
         next.iter().take(3).enumerate().any(|(k, w)| {
             let after = &next[k + 1..];
+            // The pronoun may be glued to the verb: "Pégalo aquí", "Inseriscilo qui sotto".
             verb(w)
-                && after.iter().take(2).any(|p| ctx.back_refs.contains(*p))
+                && (ctx.back_refs.contains(*w)
+                    || after.iter().take(2).any(|p| ctx.back_refs.contains(*p)))
                 && !names_other(after)
         })
     }
