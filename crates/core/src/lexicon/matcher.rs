@@ -1107,6 +1107,10 @@ impl SecretLexicon {
     /// says what the field holds, as a label would.
     pub fn is_naming_phrase(&self, text: &str) -> bool {
         let ctx = &self.ctx;
+        // Ten words at most: a longer text is read no further.
+        if text.len() > 200 {
+            return false;
+        }
         let words = text::words(text);
         // Word counts say nothing of scripts written without spaces.
         (2..=10).contains(&words.len())

@@ -78,18 +78,23 @@ impl<'a> Context<'a> {
             // (Word counts say nothing of scripts written without spaces.)
             let short = (1..=2).contains(&text::words(label).len())
                 && !label.chars().any(text::is_compact_script);
-            if let Some(m) = message.filter(|_| short) {
-                let joined = format!("{label}. {m}");
-                let own = |p: &str| {
-                    let words = |t: &str| -> Vec<String> {
-                        text::words(t).into_iter().map(|w| w.folded).collect()
-                    };
-                    // The match opens at the label (it may run on: "Code. We texted").
-                    words(p).starts_with(&words(label))
+            let own = |p: &str| {
+                let words = |t: &str| -> Vec<String> {
+                    text::words(t).into_iter().map(|w| w.folded).collect()
                 };
-                if let Some(hit) = lexicon.scan(&joined, Role::Label).filter(|h| {
+                // The match opens at the label (it may run on: "Code. We texted").
+                words(p).starts_with(&words(label))
+            };
+            let code_at_label = |t: &str| {
+                lexicon.scan(t, Role::Label).filter(|h| {
                     h.category == Category::Otp && lexicon.phrase(h.term).is_some_and(own)
-                }) {
+                })
+            };
+            // The label must be such a code word (it is one beside "sent") before the whole
+            // message is read with it.
+            let code_word = || code_at_label(&format!("{label} sent")).is_some();
+            if let Some(m) = message.filter(|_| short && code_word()) {
+                if let Some(hit) = code_at_label(&format!("{label}. {m}")) {
                     explain(hits, loc, hit.detector, step::CODE_SENT);
                     return;
                 }
