@@ -114,24 +114,30 @@ pub(crate) fn check_form(
     // The labels of the free inputs (title, else name; a few words): a choice's or
     // checkbox's text naming one says what goes in it ("I confirm Value holds this peer's
     // WireGuard private key", "I'm pasting the client secret into Details").
-    let input_labels: Vec<Vec<String>> = props
-        .iter()
-        .filter(|(_, p)| schema::kind_of(p).is_free_input())
-        .map(|(name, p)| p.get("title").and_then(Value::as_str).unwrap_or(name))
-        .map(|l| {
-            text::words(l)
-                .into_iter()
-                .map(|w| w.folded)
-                .collect::<Vec<_>>()
+    // Read only when a hidden text asks nothing by itself.
+    let input_labels = std::cell::OnceCell::new();
+    let input_labels = || {
+        input_labels.get_or_init(|| {
+            props
+                .iter()
+                .filter(|(_, p)| schema::kind_of(p).is_free_input())
+                .map(|(name, p)| p.get("title").and_then(Value::as_str).unwrap_or(name))
+                .map(|l| {
+                    text::words(l)
+                        .into_iter()
+                        .map(|w| w.folded)
+                        .collect::<Vec<_>>()
+                })
+                .filter(|w| !w.is_empty() && w.len() <= 4)
+                .collect::<Vec<Vec<String>>>()
         })
-        .filter(|w| !w.is_empty() && w.len() <= 4)
-        .collect();
+    };
     // Named as a place: after a preposition of place ("into Details", "in the Value
     // field"), or before what it holds ("Value holds", "Field 1 contains"); not "Did the
     // vendor hold API keys?" over an input titled "Vendor".
     let names_input = |t: &str| {
         let words: Vec<String> = text::words(t).into_iter().map(|w| w.folded).collect();
-        input_labels.iter().any(|l| {
+        input_labels().iter().any(|l| {
             words.windows(l.len()).enumerate().any(|(k, w)| {
                 let before = words[k.saturating_sub(2)..k].iter().map(String::as_str);
                 let after = words.get(k + l.len()).map(String::as_str);

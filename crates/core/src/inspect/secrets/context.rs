@@ -76,7 +76,8 @@ impl<'a> Context<'a> {
         if holds.fits(Category::Otp) {
             let label = title.unwrap_or(name);
             // (Word counts say nothing of scripts written without spaces.)
-            let short = (1..=2).contains(&text::words(label).len())
+            let short = !lexicon.names_something(label)
+                && (1..=2).contains(&text::words(label).len())
                 && !label.chars().any(text::is_compact_script);
             let own = |p: &str| {
                 let words = |t: &str| -> Vec<String> {
