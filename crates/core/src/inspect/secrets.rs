@@ -303,6 +303,7 @@ pub(crate) fn check_form(
             }
         });
         if !kind.is_free_input() {
+            context.choice(name, prop, &loc(), lexicon);
             continue;
         }
         // The form's own texts are instructions for its inputs; when every input is a

@@ -2032,13 +2032,19 @@ impl SecretLexicon {
             return true;
         }
         // Six words back, not counting numbers: "enter characters 2, 5 and 7 of your
-        // memorable word".
+        // memorable word"; a term coordinated with an earlier object has the window again
+        // from the conjunction ("provide your Auth0 application's client ID and client
+        // secret").
         let mut counted = 0;
-        for w in keys[i.saturating_sub(12)..i].iter().rev() {
+        let mut coordinated = false;
+        for w in keys[i.saturating_sub(18)..i].iter().rev() {
             if verb(w) {
                 return true;
             }
-            if !is_number(w) {
+            if !coordinated && self.ctx.conjunctions.contains(*w) {
+                coordinated = true;
+                counted = 0;
+            } else if !is_number(w) {
                 counted += 1;
                 if counted >= 6 {
                     return false;

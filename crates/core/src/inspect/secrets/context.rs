@@ -228,6 +228,26 @@ impl<'a> Context<'a> {
         }
     }
 
+    /// Read one choice: a list of the twelve months or of the coming years, labelled with an
+    /// expiry, a month or a year ("Expiry month", "Year"), is one part of a card's expiry
+    /// chosen rather than typed, decided as a typed part is ([`Context::card_expiries`]).
+    pub(super) fn choice(
+        &mut self,
+        name: &str,
+        prop: &'a Value,
+        loc: &str,
+        lexicon: &SecretLexicon,
+    ) {
+        if !(month_choice(prop) || year_choice(prop)) {
+            return;
+        }
+        let label = prop.get("title").and_then(Value::as_str).unwrap_or(name);
+        let sense = lexicon.label_sense(label);
+        if sense.bare_expiry || sense.month_or_year {
+            self.parts.push((loc.to_owned(), prop));
+        }
+    }
+
     /// Decide what the collected fields ask, the whole form read.
     pub(super) fn finish(
         self,
@@ -404,6 +424,29 @@ fn month_choice(prop: &Value) -> bool {
         _ => false,
     };
     values.len() == 12 && values.iter().all(month)
+}
+
+/// Is the choice a run of three to fifteen consecutive years, written in two digits or four
+/// (`["25", "26", …]`, `[2025, 2026, …]`): the years a card can expire in?
+fn year_choice(prop: &Value) -> bool {
+    let values: Vec<&Value> = match (prop.get("enum"), prop.get("oneOf")) {
+        (Some(Value::Array(e)), _) => e.iter().collect(),
+        (_, Some(Value::Array(o))) => o.iter().filter_map(|c| c.get("const")).collect(),
+        _ => return false,
+    };
+    let years: Option<Vec<u64>> = values
+        .iter()
+        .map(|v| match v {
+            Value::String(s) if matches!(s.len(), 2 | 4) => s.parse::<u64>().ok(),
+            Value::Number(n) => n.as_u64(),
+            _ => None,
+        })
+        .collect();
+    years.is_some_and(|y| {
+        (3..=15).contains(&y.len())
+            && y.windows(2).all(|w| w[1] == w[0] + 1)
+            && (y[0] < 100 || (2000..2100).contains(&y[0]))
+    })
 }
 
 /// Does the field's `pattern` take exactly four to eight digits (`^[0-9]{6}$`, `^\\d{4,8}$`)?

@@ -1225,3 +1225,26 @@ fn a_request_by_pronoun_in_the_next_sentence_asks_for_what_the_message_named() {
     )
     .is_empty());
 }
+
+#[test]
+fn a_card_expiry_chosen_from_month_and_year_lists_is_asked_beside_a_card() {
+    use serde_json::json;
+    let months: Vec<String> = (1..=12).map(|m| format!("{m:02}")).collect();
+    let f = json!({"mm": {"type": "string", "title": "Expiry month", "enum": months},
+        "yy": {"type": "string", "title": "Expiry year", "enum": ["26", "27", "28", "29", "30"]}});
+    assert!(!form(
+        f.clone(),
+        "Complete your booking with your credit card's expiry."
+    )
+    .is_empty());
+    let f2 = json!({"m": {"type": "string", "title": "Month", "enum": months},
+        "y": {"type": "integer", "title": "Year", "enum": [2026, 2027, 2028, 2029]}});
+    assert!(!form(
+        f2.clone(),
+        "Confirm the valid-thru date printed on your new card."
+    )
+    .is_empty());
+    // The same lists without a card: a birth date, a report's period.
+    assert!(form(f2, "When were you born?").is_empty());
+    assert!(form(f, "Which month should the report cover?").is_empty());
+}
