@@ -269,6 +269,8 @@ pub struct SecretLexicon {
     /// What a card's expiry is asked by, beyond its terms ([`SecretLexicon::names_expiry`]).
     expiry: WordClass,
     cards: WordClass,
+    /// [`Data::acronyms`], as written.
+    acronyms: HashSet<&'static str>,
     card_words: WordClass,
     recall_questions: WordClass,
     recall_contexts: WordClass,
@@ -786,6 +788,7 @@ impl SecretLexicon {
             compact_circumstances,
             expiry,
             cards,
+            acronyms: data.acronyms.iter().copied().collect(),
             card_words,
             recall_questions,
             recall_contexts,
@@ -1315,6 +1318,22 @@ impl SecretLexicon {
         !compact_left
             && rest
                 .all(|w| self.ctx.linkers.contains(w) || self.ctx.blank.contains(w) || is_number(w))
+    }
+
+    /// Is the label `text` (a few words) a national number named by its capitals ("SIN",
+    /// "SIN (9 digits)", "NIE number"), written as capitals?
+    pub fn names_acronym(&self, text: &str) -> bool {
+        let words = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty());
+        let mut named = false;
+        for (k, w) in words.enumerate() {
+            if k >= 4 {
+                return false;
+            }
+            named |= self.acronyms.contains(w);
+        }
+        named
     }
 
     /// Does `text` name a payment card ("Complete your card details", `بطاقتك`)?

@@ -201,6 +201,9 @@ pub struct Data {
     pub expiry: Vec<&'static str>,
     /// Words naming a payment card (`card`, `Kreditkarte`, `بطاقة`).
     pub cards: Vec<&'static str>,
+    /// National numbers named by their capitals (`SIN`, `NINO`, `NIE`, `PAN`), as written:
+    /// in lower case each is a common word ("sin", "niño", "nie", "pan") and names nothing.
+    pub acronyms: Vec<&'static str>,
     /// The bare word for a card (`card`, `carte`, `カード`): a card, payment or not, whose
     /// expiry a text naming both is about ("Your card is about to expire").
     pub card_words: Vec<&'static str>,
@@ -408,6 +411,7 @@ impl Data {
                 "clitics" => Some(&mut self.clitics),
                 "expiry" => Some(&mut self.expiry),
                 "cards" => Some(&mut self.cards),
+                "acronyms" => Some(&mut self.acronyms),
                 "card_words" => Some(&mut self.card_words),
                 "recall_questions" => Some(&mut self.recall_questions),
                 "recall_contexts" => Some(&mut self.recall_contexts),

@@ -34,6 +34,8 @@ mod step {
     pub const CODE_SENT: &str =
         "the field's label is a code word alone, and the form's message says how the code was sent";
     pub const KEY_FORMAT: &str = "the field's pattern takes a well-known credential format";
+    pub const ACRONYM: &str =
+        "the field's label names a national number by its capitals (SIN, NINO, NIE, PAN)";
     pub const CARD_SHAPE: &str =
         "the field takes the lengths of a payment card's number and nothing else (its pattern, or its length beside a card)";
 }
@@ -69,6 +71,12 @@ impl<'a> Context<'a> {
             name, prop, holds, ..
         } = *field;
         let title = prop.get("title").and_then(Value::as_str);
+        // A national number named by its capitals ("SIN (9 digits)", "NINO"): written in
+        // lower case the same letters are common words ("sin", "niño", "nie", "pan").
+        if holds.fits(Category::NationalId) && lexicon.names_acronym(title.unwrap_or(name)) {
+            explain(hits, loc, "secret.context:national_id", step::ACRONYM);
+            return;
+        }
         // A label that is a code word alone ("Code", "Código", "Kode"), under a message
         // saying how the code came ("We just called you and read out a six-digit code",
         // "Te enviamos un código a tu correo"): the one-time code, as the label would be

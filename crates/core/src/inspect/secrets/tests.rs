@@ -1248,3 +1248,20 @@ fn a_card_expiry_chosen_from_month_and_year_lists_is_asked_beside_a_card() {
     assert!(form(f2, "When were you born?").is_empty());
     assert!(form(f, "Which month should the report cover?").is_empty());
 }
+
+#[test]
+fn a_national_number_named_by_its_capitals_is_asked_for() {
+    use serde_json::json;
+    for label in ["SIN", "SIN (9 digits)", "NINO", "NIE number", "PAN"] {
+        let f = json!({"f": {"type": "string", "title": label}});
+        assert!(!form(f, "Payroll details").is_empty(), "{label}");
+    }
+    // The same letters in lower case are words; a date field cannot hold the number.
+    for f in [
+        json!({"f": {"type": "string", "title": "Pan speed"}}),
+        json!({"f": {"type": "string", "title": "Sin título"}}),
+        json!({"f": {"type": "string", "title": "SIN", "format": "date"}}),
+    ] {
+        assert!(form(f, "Camera settings").is_empty());
+    }
+}
