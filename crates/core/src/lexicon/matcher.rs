@@ -1514,17 +1514,6 @@ impl SecretLexicon {
                 i += len;
                 continue;
             };
-            // A suppressed phrase also covers the shorter terms inside it
-            // ("personal access token name" must not re-match at "access token").
-            // Context is read within the term's sentence: "We texted you a code. Type it
-            // here" does not make `type` a property of the code.
-            let (lo, hi) = sentence(words, i, len);
-            let question = words[lo..hi].last().is_some_and(|w| w.asks);
-            if self.suppressed(&keys[lo..hi], (i - lo, len, term), role, question) {
-                suppressed_seen = true;
-                i += len;
-                continue;
-            }
             // A term too common alone (`code`) counts only beside what makes it a secret
             // (`sms`, `texted`) anywhere in the text.
             // A benign phrase anywhere names what was sent ("the promo code we sent by SMS").
@@ -1540,6 +1529,17 @@ impl SecretLexicon {
                     }))
             {
                 i += 1;
+                continue;
+            }
+            // A suppressed phrase also covers the shorter terms inside it
+            // ("personal access token name" must not re-match at "access token").
+            // Context is read within the term's sentence: "We texted you a code. Type it
+            // here" does not make `type` a property of the code.
+            let (lo, hi) = sentence(words, i, len);
+            let question = words[lo..hi].last().is_some_and(|w| w.asks);
+            if self.suppressed(&keys[lo..hi], (i - lo, len, term), role, question) {
+                suppressed_seen = true;
+                i += len;
                 continue;
             }
             let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(spoof_candidate);

@@ -1265,3 +1265,17 @@ fn a_national_number_named_by_its_capitals_is_asked_for() {
         assert!(form(f, "Camera settings").is_empty());
     }
 }
+
+#[test]
+fn a_bare_key_from_a_providers_dashboard_is_an_api_key() {
+    use serde_json::json;
+    let f = json!({"value": {"type": "string", "title": "Value"}});
+    assert!(!form(
+        f.clone(),
+        "Almost there. Paste the key from your SendGrid dashboard into the box below."
+    )
+    .is_empty());
+    // A key of something else, with no dashboard or console to take it from.
+    assert!(form(f.clone(), "Which key should the table be sorted by?").is_empty());
+    assert!(form(f, "Transpose the song: enter the new key.").is_empty());
+}
