@@ -1341,6 +1341,12 @@ impl SecretLexicon {
         self.cards.named_in(text)
     }
 
+    /// Is the label `text` the bare word for a card and nothing else ("Card", "Kartu",
+    /// `บัตร`)?
+    pub fn is_card_word(&self, text: &str) -> bool {
+        self.card_words.named_in(text) && self.only(&[&self.card_words], &Read::new(text))
+    }
+
     /// Does `text` name a card's expiry in one breath ("Your card is about to expire",
     /// "カードの有効期限")? The bare word for a card beside an expiry: a payment card's,
     /// benign phrases (an identity card's, a gift card's) aside.

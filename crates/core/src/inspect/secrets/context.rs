@@ -51,7 +51,8 @@ pub(super) struct Context<'a> {
     answers: Vec<String>,
     /// Text inputs titled with a classic security question ([`Context::security_answers`]).
     recalls: Vec<String>,
-    /// Blank inputs shaped as a card's number (13 to 19 characters) or as its expiry
+    /// Blank inputs shaped as a card's number (13 to 19 characters, or a pattern of 15 or 16
+    /// digits), its security code (a pattern of 3 digits) or its expiry
     /// (`^\d{2}/\d{2}$`): the card's when the form names a card ([`Context::card_shapes`]).
     shapes: Vec<(String, Category)>,
 }
@@ -157,8 +158,12 @@ impl<'a> Context<'a> {
             self.parts.push((loc.to_owned(), prop));
         }
         // A blank input shaped as a card's number or its expiry, decided once the form is
-        // read: "Value" of 13 to 19 characters on a form adding a payment card.
-        if holds == Holds::Text && !lexicon.names_something(title.unwrap_or(name)) {
+        // read: "Value" of 13 to 19 characters on a form adding a payment card. Under a
+        // label that is the bare word for a card ("Card", "Kartu", `บัตร`) that shape is the
+        // card's number whatever the form says.
+        let label = title.unwrap_or(name);
+        let card_label = holds == Holds::Text && lexicon.is_card_word(label);
+        if holds == Holds::Text && (!lexicon.names_something(label) || card_label) {
             let len = |k: &str| prop.get(k).and_then(Value::as_u64);
             let card_lengths = len("minLength").is_some_and(|n| (12..=15).contains(&n))
                 && len("maxLength").is_some_and(|n| (16..=19).contains(&n));
@@ -166,8 +171,20 @@ impl<'a> Context<'a> {
                 .get("pattern")
                 .and_then(Value::as_str)
                 .is_some_and(|p| matches!(p, "^\\d{2}/\\d{2}$" | "^[0-9]{2}/[0-9]{2}$"));
-            if card_lengths {
+            // Fifteen or sixteen digits exactly (`^[0-9]{16}$`): a card's number too, on a
+            // form naming a card; three exactly, its security code (four is as often the
+            // last four digits that tell a saved card apart).
+            let digits = digits_range(prop);
+            if card_lengths || digits.is_some_and(|(lo, hi)| (15..=16).contains(&lo) && hi <= 16) {
+                if card_label {
+                    explain(hits, loc, "secret.context:card", step::CARD_SHAPE);
+                    return;
+                }
                 self.shapes.push((loc.to_owned(), Category::Card));
+            } else if card_label {
+                // The bare card word names no part of a card by another shape.
+            } else if digits == Some((3, 3)) && !counted() {
+                self.shapes.push((loc.to_owned(), Category::Cvv));
             } else if expiry_shape {
                 self.shapes.push((loc.to_owned(), Category::CardExpiry));
             }
@@ -326,9 +343,10 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// A blank input shaped as a card's number or expiry asks for it when the form names a
-    /// payment card ("Your Visa ending 1188 was renewed. Key in the new expiry date" above
-    /// "Input" of pattern `^\d{2}/\d{2}$`).
+    /// A blank input shaped as a card's number, security code or expiry asks for it when the
+    /// form names a payment card ("Your Visa ending 1188 was renewed. Key in the new expiry
+    /// date" above "Input" of pattern `^\d{2}/\d{2}$`; "Value" of `^[0-9]{3}$` beside "Save
+    /// this card").
     fn card_shapes(&self, form: &Form<'_>, lexicon: &SecretLexicon, hits: &mut Hits) {
         if self.shapes.is_empty()
             || !form
@@ -340,6 +358,7 @@ impl<'a> Context<'a> {
         for (at, category) in &self.shapes {
             let (detector, because) = match category {
                 Category::Card => ("secret.context:card", step::CARD_SHAPE),
+                Category::Cvv => ("secret.context:cvv", step::CARD_SHAPE),
                 _ => ("secret.context:card_expiry", step::EXPIRY),
             };
             explain(hits, at, detector, because);

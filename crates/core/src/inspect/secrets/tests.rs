@@ -1279,3 +1279,20 @@ fn a_bare_key_from_a_providers_dashboard_is_an_api_key() {
     assert!(form(f.clone(), "Which key should the table be sorted by?").is_empty());
     assert!(form(f, "Transpose the song: enter the new key.").is_empty());
 }
+
+#[test]
+fn a_card_field_of_sixteen_digits_and_a_blank_of_three_beside_a_card_ask_for_them() {
+    use serde_json::json;
+    let card = json!({"kartu": {"type": "string", "title": "Kartu", "pattern": "^[0-9]{16}$"},
+        "nama": {"type": "string", "title": "Nama pemilik"}});
+    assert!(!form(card, "Tambahkan kad untuk langganan").is_empty());
+    let cvv = json!({"value": {"type": "string", "title": "Value", "pattern": "^[0-9]{3}$"},
+        "save": {"type": "boolean", "title": "Save this credit card"}});
+    assert!(!form(cvv, "Complete the payment").is_empty());
+    // Sixteen digits under another label (a parcel's tracking number), four beside a saved
+    // card (its last digits).
+    let parcel = json!({"tracking": {"type": "string", "title": "Tracking number", "pattern": "^[0-9]{16}$"}});
+    assert!(form(parcel, "Where is the parcel you ordered with your card?").is_empty());
+    let last4 = json!({"value": {"type": "string", "pattern": "^\\d{4}$"}});
+    assert!(form(last4, "Which credit card? Type its last 4 digits.").is_empty());
+}
