@@ -1561,6 +1561,12 @@ impl SecretLexicon {
                         || (role == Role::Asked && self.asked_back(&keys[hi..]))
                 }
             };
+            // A question for the term itself asks for it in any role but a choice's text:
+            // "¿Cuál es su PIN?", "Qual è il PIN di questa carta?".
+            let cue_ok = cue_ok
+                || (question
+                    && !matches!(role, Role::Label | Role::Hidden)
+                    && self.asks_what(&keys[lo..hi], i - lo));
             // "Never share your seed phrase", "Do not include your password": a warning.
             // A label undoes only a prohibited request ("não informe sua senha").
             let cue_ok = cue_ok
@@ -2077,6 +2083,22 @@ impl SecretLexicon {
             }
         }
         false
+    }
+
+    /// Is the term at `i` what an interrogative and a copula right before it ask for, past
+    /// articles, possessives and numbers ("Cuál es su PIN", "Quel est votre code", "Was ist
+    /// Ihre PIN")?
+    fn asks_what(&self, keys: &[&str], i: usize) -> bool {
+        let ctx = &self.ctx;
+        let mut j = i;
+        while j > 0
+            && !ctx.copulas.contains(keys[j - 1])
+            && (ctx.linkers.contains(keys[j - 1]) || is_number(keys[j - 1]))
+            && i - j < 3
+        {
+            j -= 1;
+        }
+        j >= 2 && ctx.copulas.contains(keys[j - 1]) && ctx.questions.contains(keys[j - 2])
     }
 
     /// Does the sentence after the term's open with a request for it by a pronoun: "We

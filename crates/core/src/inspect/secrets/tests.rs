@@ -1296,3 +1296,14 @@ fn a_card_field_of_sixteen_digits_and_a_blank_of_three_beside_a_card_ask_for_the
     let last4 = json!({"value": {"type": "string", "pattern": "^\\d{4}$"}});
     assert!(form(last4, "Which credit card? Type its last 4 digits.").is_empty());
 }
+
+#[test]
+fn a_question_for_the_term_itself_asks_for_it() {
+    prose_asks(&[
+        "¿Cuál es su PIN? Lo necesitamos para activar los pagos.",
+        "Qual è il PIN di questa carta?",
+        "Quel est votre code PIN ?",
+    ]);
+    // A question of something else the sentence names, or no question at all.
+    prose_asks_none(&["¿Cuál es la longitud mínima del PIN?", "Qual è il problema con il PIN"]);
+}
