@@ -194,6 +194,8 @@ struct Context {
     partial: Vec<Vec<String>>,
     /// Pronouns referring back to what an earlier sentence named (`it`, `them`).
     back_refs: HashSet<String>,
+    /// [`Data::phrasal_cues`], folded, word by word.
+    phrasal_cues: Vec<Vec<String>>,
     /// "No" before a noun, a negation where a place follows the term (`no`, `kein`).
     none_here: HashSet<String>,
     /// Folded word sequences placing a request elsewhere or later (`next page`).
@@ -826,6 +828,17 @@ impl SecretLexicon {
                 deferred: data.deferred.iter().map(|p| folded_words(p)).collect(),
                 none_here: folded_set(&data.none_here),
                 back_refs: folded_set(&data.back_refs),
+                phrasal_cues: data
+                    .phrasal_cues
+                    .iter()
+                    .map(|p| {
+                        text::words(p)
+                            .into_iter()
+                            .map(|w| w.folded)
+                            .collect::<Vec<_>>()
+                    })
+                    .filter(|p| p.len() >= 2)
+                    .collect(),
                 circumstances_late: folded_set(&late_words),
                 heads: folded_set(&data.heads),
                 copulas: folded_set(&data.copulas),
@@ -2059,17 +2072,35 @@ impl SecretLexicon {
         // "رمز عبور حساب کاربری خود را وارد نمایید" (five after).
         let reach = if keys[i].is_ascii() { 3 } else { 5 };
         let after = (i + len + reach).min(keys.len());
-        if keys[i + len..after].iter().any(verb) {
+        // "No passwords are needed": what follows the term is said of none.
+        let none = i > 0 && self.ctx.none_here.contains(keys[i - 1]);
+        if !none && keys[i + len..after].iter().any(verb) {
+            return true;
+        }
+        // A passive request closing the term's clause, within eight words: "The current
+        // password for your Jira Cloud account is needed", "… has to be entered below";
+        // not "No passport number is needed", "Why is it still needed?".
+        let far = (i + len + 9).min(keys.len());
+        let denied = none
+            || keys
+                .iter()
+                .any(|w| self.ctx.negations.contains(*w) || self.ctx.circumstances.contains(*w));
+        if !denied
+            && (i + len..far.saturating_sub(1))
+                .any(|k| self.ctx.copulas.contains(keys[k]) && verb(&keys[k + 1]))
+        {
             return true;
         }
         // Six words back, not counting numbers: "enter characters 2, 5 and 7 of your
         // memorable word"; a term coordinated with an earlier object has the window again
         // from the conjunction ("provide your Auth0 application's client ID and client
-        // secret").
+        // secret"). A request of several words counts as one ("Key in the consumer secret",
+        // "Could you let us know the SMTP password").
         let mut counted = 0;
         let mut coordinated = false;
-        for w in keys[i.saturating_sub(18)..i].iter().rev() {
-            if verb(w) {
+        let from = i.saturating_sub(18);
+        for (k, w) in keys[from..i].iter().enumerate().rev() {
+            if verb(w) || (!typed && self.phrasal_at(&keys[..i], from + k)) {
                 return true;
             }
             if !coordinated && self.ctx.conjunctions.contains(*w) {
@@ -2083,6 +2114,22 @@ impl SecretLexicon {
             }
         }
         false
+    }
+
+    /// Does a request of several words open at `keys[k]` (`key in`, `let us know`), a
+    /// pronoun allowed after its first word ("Pop it in")?
+    fn phrasal_at(&self, keys: &[&str], k: usize) -> bool {
+        let ctx = &self.ctx;
+        let fits = |rest: &[String], at: usize| {
+            keys.get(at..at + rest.len())
+                .is_some_and(|w| w.iter().zip(rest).all(|(a, b)| *a == b.as_str()))
+        };
+        ctx.phrasal_cues.iter().any(|p| {
+            keys[k] == p[0].as_str()
+                && (fits(&p[1..], k + 1)
+                    || (keys.get(k + 1).is_some_and(|w| ctx.back_refs.contains(*w))
+                        && fits(&p[1..], k + 2)))
+        })
     }
 
     /// Is the term at `i` what an interrogative and a copula right before it ask for, past
@@ -2119,7 +2166,7 @@ impl SecretLexicon {
         next.iter().take(3).enumerate().any(|(k, w)| {
             let after = &next[k + 1..];
             // The pronoun may be glued to the verb: "Pégalo aquí", "Inseriscilo qui sotto".
-            verb(w)
+            (verb(w) || self.phrasal_at(next, k))
                 && (ctx.back_refs.contains(*w)
                     || after.iter().take(2).any(|p| ctx.back_refs.contains(*p)))
                 && !names_other(after)

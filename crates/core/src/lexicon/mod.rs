@@ -159,6 +159,9 @@ pub struct Data {
     /// Pronouns referring back to what an earlier sentence named (`it`, `them`, `lo`):
     /// "We sent a code. What is it?" asks for the code.
     pub back_refs: Vec<&'static str>,
+    /// Requests of several words (`key in`, `pop in`, `let us know`): a request verb as one
+    /// word is, a pronoun allowed after the first ("Pop it in below").
+    pub phrasal_cues: Vec<&'static str>,
     /// A request placed on another page or at a later step (`next page`, `secure page`,
     /// `separately`): "We'll ask for your password on the next, secure page" asks nothing here.
     pub deferred: Vec<&'static str>,
@@ -396,6 +399,7 @@ impl Data {
                 "deferred" => Some(&mut self.deferred),
                 "none_here" => Some(&mut self.none_here),
                 "back_refs" => Some(&mut self.back_refs),
+                "phrasal_cues" => Some(&mut self.phrasal_cues),
                 "pieces" => Some(&mut self.pieces),
                 "circumstances_late" => Some(&mut self.circumstances_late),
                 "heads" => Some(&mut self.heads),

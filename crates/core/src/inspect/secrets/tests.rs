@@ -1305,5 +1305,32 @@ fn a_question_for_the_term_itself_asks_for_it() {
         "Quel est votre code PIN ?",
     ]);
     // A question of something else the sentence names, or no question at all.
-    prose_asks_none(&["¿Cuál es la longitud mínima del PIN?", "Qual è il problema con il PIN"]);
+    prose_asks_none(&[
+        "¿Cuál es la longitud mínima del PIN?",
+        "Qual è il problema con il PIN",
+    ]);
+}
+
+#[test]
+fn requests_of_several_words_and_passive_requests_ask_over_several_inputs() {
+    use serde_json::json;
+    let f = json!({"value": {"type": "string", "title": "Value"},
+        "org": {"type": "string", "title": "Org", "enum": ["production", "sandbox"]},
+        "remember": {"type": "boolean", "title": "Remember this device"}});
+    for asks in [
+        "Key in the consumer secret from your Salesforce connected app.",
+        "Could you let us know the SMTP username and password for mail.example.com?",
+        "Your Windows sign-in password has to be re-entered first. Pop it in below.",
+        "The current password for your Jira Cloud account is needed before we can continue.",
+        "The OAuth client secret from Google Cloud Console is required to complete the connector.",
+    ] {
+        assert!(!form(f.clone(), asks).is_empty(), "{asks}");
+    }
+    for passes in [
+        "Offboard a user. No passwords are needed; access is removed automatically.",
+        "Your token 'ci-deploy' was not used for 90 days. Why is it still needed?",
+        "Key in the name of the secret you want to map.",
+    ] {
+        assert!(form(f.clone(), passes).is_empty(), "{passes}");
+    }
 }
