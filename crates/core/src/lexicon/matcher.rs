@@ -1141,6 +1141,20 @@ impl SecretLexicon {
             })
     }
 
+    /// Is the label `text` a blank that names nothing, request words and places aside
+    /// ("Value", "Introduce el valor", "Enter here", "Feld 1")?
+    pub fn is_blank_request(&self, text: &str) -> bool {
+        let ctx = &self.ctx;
+        text::words(text).iter().all(|w| {
+            let w = w.folded.as_str();
+            ctx.blank.contains(w)
+                || ctx.linkers.contains(w)
+                || is_number(w)
+                || ctx.cues.contains(w)
+                || ctx.place_cues.contains(w)
+        })
+    }
+
     pub fn names_something(&self, text: &str) -> bool {
         let ctx = &self.ctx;
         text::words(text).iter().any(|w| {

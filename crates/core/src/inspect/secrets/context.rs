@@ -31,6 +31,8 @@ mod step {
     pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
     pub const DATABASE_URL: &str =
         "the field's label or pattern begins a database URL, which carries its credentials";
+    pub const CODE_MESSAGE: &str =
+        "the field is a blank shaped as a code of four to eight characters, and the form's message names a one-time code";
     pub const CODE_SENT: &str =
         "the field's label is a code word alone, and the form's message says how the code was sent";
     pub const KEY_FORMAT: &str = "the field's pattern takes a well-known credential format";
@@ -55,6 +57,9 @@ pub(super) struct Context<'a> {
     /// digits), its security code (a pattern of 3 digits) or its expiry
     /// (`^\d{2}/\d{2}$`): the card's when the form names a card ([`Context::card_shapes`]).
     shapes: Vec<(String, Category)>,
+    /// Blank inputs shaped as a one-time code: four to eight characters by their lengths,
+    /// or digits by their pattern ([`Context::code_shapes`]).
+    codes: Vec<String>,
 }
 
 impl<'a> Context<'a> {
@@ -189,6 +194,9 @@ impl<'a> Context<'a> {
                 self.shapes.push((loc.to_owned(), Category::CardExpiry));
             }
         }
+        if holds == Holds::Text && code_shape(prop) && lexicon.is_blank_request(label) {
+            self.codes.push(loc.to_owned());
+        }
         // A one-time code asked by its shape: an input labelled with a verification whose
         // pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
         // A number ranging over such codes counts too (`maximum: 999999`), and under a blank
@@ -286,10 +294,12 @@ impl<'a> Context<'a> {
             && self.answers.is_empty()
             && self.recalls.is_empty()
             && self.shapes.is_empty()
+            && self.codes.is_empty()
         {
             return;
         }
         let form = Form { schema, message };
+        self.code_shapes(message, lexicon, hits);
         self.card_shapes(&form, lexicon, hits);
         self.card_expiries(&form, lexicon, hits);
         self.security_answers(&form, lexicon, hits);
@@ -339,6 +349,26 @@ impl<'a> Context<'a> {
         {
             for (at, _) in &self.parts {
                 explain(hits, at, "secret.context:card_expiry", step::EXPIRY);
+            }
+        }
+    }
+
+    /// A blank input shaped as a one-time code asks for the code the message names ("Un code
+    /// vient d'être envoyé à c•••@orange.fr. Merci de le recopier ci-dessous" above "Valeur"
+    /// of six characters and "Faire confiance à cet appareil"), whatever else the message
+    /// says of it: the shape says what goes in.
+    fn code_shapes(&self, message: Option<&str>, lexicon: &SecretLexicon, hits: &mut Hits) {
+        if self.codes.is_empty() {
+            return;
+        }
+        let named = message.and_then(|m| {
+            lexicon
+                .scan(m, Role::Label)
+                .filter(|h| h.category == Category::Otp && !lexicon.benign_sense_in(h.term, m))
+        });
+        if let Some(hit) = named {
+            for at in &self.codes {
+                explain(hits, at, hit.detector, step::CODE_MESSAGE);
             }
         }
     }
@@ -451,6 +481,15 @@ fn month_choice(prop: &Value) -> bool {
         _ => false,
     };
     values.len() == 12 && values.iter().all(month)
+}
+
+/// Is a text input shaped as a one-time code: four to eight characters by both its lengths
+/// (`minLength: 6, maxLength: 6`), or four to eight digits by its pattern?
+fn code_shape(prop: &Value) -> bool {
+    let len = |k: &str| prop.get(k).and_then(Value::as_u64);
+    let lengths = matches!((len("minLength"), len("maxLength")),
+        (Some(lo), Some(hi)) if 4 <= lo && lo <= hi && hi <= 8);
+    lengths || digits_pattern(prop)
 }
 
 /// Is the choice a run of three to fifteen consecutive years, written in two digits or four

@@ -1334,3 +1334,22 @@ fn requests_of_several_words_and_passive_requests_ask_over_several_inputs() {
         assert!(form(f.clone(), passes).is_empty(), "{passes}");
     }
 }
+
+#[test]
+fn a_blank_shaped_as_a_code_takes_the_code_the_message_names() {
+    use serde_json::json;
+    let f = json!({"valeur": {"type": "string", "title": "Valeur", "minLength": 6, "maxLength": 6},
+        "confiance": {"type": "boolean", "title": "Faire confiance à cet appareil"}});
+    assert!(!form(
+        f.clone(),
+        "Un code vient d'être envoyé à l'adresse c•••@orange.fr. Merci de le recopier ci-dessous."
+    )
+    .is_empty());
+    assert!(!form(f.clone(), "验证码已发送至 138****5678，请将它填入下方。").is_empty());
+    // A code of another kind, a message naming none, or a blank of another shape.
+    assert!(form(f.clone(), "Saisissez le code promo de votre magasin.").is_empty());
+    assert!(form(f, "Indiquez votre code postal.").is_empty());
+    let wide = json!({"v": {"type": "string", "title": "Value", "maxLength": 200},
+        "trust": {"type": "boolean", "title": "Trust this device"}});
+    assert!(form(wide, "We sent you a code. How did you hear about us?").is_empty());
+}
