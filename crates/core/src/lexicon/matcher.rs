@@ -1578,9 +1578,16 @@ impl SecretLexicon {
             let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(spoof_candidate);
             let cue_ok = match role {
                 Role::Label => true,
+                // A passive request past a long subject, or a request by pronoun in the
+                // next sentence ("The npm automation token for publishing @acme/ui is
+                // required. Enter it below"), asks as it does over several inputs.
                 Role::Prose => {
                     self.terms[term].strength == Strength::Strong
                         || self.cued(&keys[lo..hi], i - lo, len)
+                        || self.passive_request(&keys[lo..hi], i - lo, len, &|w| {
+                            self.ctx.cues.contains(w) && !self.ctx.linkers.contains(w)
+                        })
+                        || self.asked_back(&keys[hi..])
                 }
                 Role::Cued => self.cued_near(&keys[lo..hi], i - lo, len),
                 Role::Hidden | Role::Asked => {
@@ -2091,18 +2098,7 @@ impl SecretLexicon {
         if !none && keys[i + len..after].iter().any(verb) {
             return true;
         }
-        // A passive request closing the term's clause, within eight words: "The current
-        // password for your Jira Cloud account is needed", "… has to be entered below";
-        // not "No passport number is needed", "Why is it still needed?".
-        let far = (i + len + 9).min(keys.len());
-        let denied = none
-            || keys
-                .iter()
-                .any(|w| self.ctx.negations.contains(*w) || self.ctx.circumstances.contains(*w));
-        if !denied
-            && (i + len..far.saturating_sub(1))
-                .any(|k| self.ctx.copulas.contains(keys[k]) && verb(&keys[k + 1]))
-        {
+        if self.passive_request(keys, i, len, &|w| verb(&w)) {
             return true;
         }
         // Six words back, not counting numbers: "enter characters 2, 5 and 7 of your
@@ -2128,6 +2124,27 @@ impl SecretLexicon {
             }
         }
         false
+    }
+
+    /// A passive request closing the term's clause, within eight words: "The current
+    /// password for your Jira Cloud account is needed", "… has to be entered below"; not
+    /// "No passport number is needed", "Why is it still needed?".
+    fn passive_request(
+        &self,
+        keys: &[&str],
+        i: usize,
+        len: usize,
+        verb: &dyn Fn(&str) -> bool,
+    ) -> bool {
+        let ctx = &self.ctx;
+        let far = (i + len + 9).min(keys.len());
+        let denied = (i > 0 && ctx.none_here.contains(keys[i - 1]))
+            || keys
+                .iter()
+                .any(|w| ctx.negations.contains(*w) || ctx.circumstances.contains(*w));
+        !denied
+            && (i + len..far.saturating_sub(1))
+                .any(|k| ctx.copulas.contains(keys[k]) && verb(keys[k + 1]))
     }
 
     /// Does a request of several words open at `keys[k]` (`key in`, `let us know`), a
