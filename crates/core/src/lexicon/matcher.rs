@@ -1155,6 +1155,13 @@ impl SecretLexicon {
         })
     }
 
+    /// Does the label `text` hold a blank word ("Value", "Variable value", "New value")?
+    pub fn names_blank(&self, text: &str) -> bool {
+        text::words(text)
+            .iter()
+            .any(|w| self.ctx.blank.contains(&w.folded))
+    }
+
     pub fn names_something(&self, text: &str) -> bool {
         let ctx = &self.ctx;
         text::words(text).iter().any(|w| {

@@ -33,6 +33,8 @@ mod step {
         "the field's label or pattern begins a database URL, which carries its credentials";
     pub const CODE_MESSAGE: &str =
         "the field is a blank shaped as a code of four to eight characters, and the form's message names a one-time code";
+    pub const VARIABLE: &str =
+        "the field is a blank for a value, and the form's message names a variable that holds a secret";
     pub const CODE_SENT: &str =
         "the field's label is a code word alone, and the form's message says how the code was sent";
     pub const KEY_FORMAT: &str = "the field's pattern takes a well-known credential format";
@@ -60,6 +62,9 @@ pub(super) struct Context<'a> {
     /// Blank inputs shaped as a one-time code: four to eight characters by their lengths,
     /// or digits by their pattern ([`Context::code_shapes`]).
     codes: Vec<String>,
+    /// Free text inputs labelled as a blank for a value ("Value", "Variable value", "Text")
+    /// ([`Context::variable_values`]).
+    values: Vec<String>,
 }
 
 impl<'a> Context<'a> {
@@ -197,6 +202,18 @@ impl<'a> Context<'a> {
         if holds == Holds::Text && code_shape(prop) && lexicon.is_blank_request(label) {
             self.codes.push(loc.to_owned());
         }
+        // (Not one whose pattern takes a variable's name: `^[A-Z_][A-Z0-9_]*$`.)
+        let names_variable = prop
+            .get("pattern")
+            .and_then(Value::as_str)
+            .is_some_and(|p| p.starts_with("^[A-Z"));
+        if holds == Holds::Text
+            && !names_variable
+            && lexicon.names_blank(label)
+            && !lexicon.names_content(label)
+        {
+            self.values.push(loc.to_owned());
+        }
         // A one-time code asked by its shape: an input labelled with a verification whose
         // pattern takes four to eight digits ("Verify it's you", `^[0-9]{6}$`).
         // A number ranging over such codes counts too (`maximum: 999999`), and under a blank
@@ -295,11 +312,13 @@ impl<'a> Context<'a> {
             && self.recalls.is_empty()
             && self.shapes.is_empty()
             && self.codes.is_empty()
+            && self.values.is_empty()
         {
             return;
         }
         let form = Form { schema, message };
         self.code_shapes(message, lexicon, hits);
+        self.variable_values(message, lexicon, hits);
         self.card_shapes(&form, lexicon, hits);
         self.card_expiries(&form, lexicon, hits);
         self.security_answers(&form, lexicon, hits);
@@ -369,6 +388,32 @@ impl<'a> Context<'a> {
         if let Some(hit) = named {
             for at in &self.codes {
                 explain(hits, at, hit.detector, step::CODE_MESSAGE);
+            }
+        }
+    }
+
+    /// A blank for a value takes the value of the variable the message names when that
+    /// variable, written as one (`AWS_SECRET_ACCESS_KEY`, `STRIPE_SECRET_KEY`), names a
+    /// secret: "Add masked CI/CD variable AWS_SECRET_ACCESS_KEY" above "Variable value".
+    fn variable_values(&self, message: Option<&str>, lexicon: &SecretLexicon, hits: &mut Hits) {
+        let Some(m) = message.filter(|_| !self.values.is_empty()) else {
+            return;
+        };
+        let variable = |w: &str| {
+            let w = w.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_');
+            w.contains('_')
+                && w.len() <= 64
+                && w.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+                && w.bytes()
+                    .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+        };
+        let named = m
+            .split_whitespace()
+            .filter(|w| variable(w))
+            .find_map(|w| lexicon.scan(w, Role::Label));
+        if let Some(hit) = named {
+            for at in &self.values {
+                explain(hits, at, hit.detector, step::VARIABLE);
             }
         }
     }

@@ -1353,3 +1353,27 @@ fn a_blank_shaped_as_a_code_takes_the_code_the_message_names() {
         "trust": {"type": "boolean", "title": "Trust this device"}});
     assert!(form(wide, "We sent you a code. How did you hear about us?").is_empty());
 }
+
+#[test]
+fn a_blank_for_a_value_takes_the_secret_variable_the_message_names() {
+    use serde_json::json;
+    let f = json!({"variable_value": {"type": "string", "title": "Variable value", "minLength": 8},
+        "masked": {"type": "boolean", "title": "Mask variable"}});
+    assert!(!form(
+        f.clone(),
+        "Add masked CI/CD variable AWS_SECRET_ACCESS_KEY to project platform/terraform."
+    )
+    .is_empty());
+    // A variable of something else, or a field that takes the variable's name.
+    assert!(form(
+        f,
+        "Add CI/CD variable DEPLOY_REGION to project platform/terraform."
+    )
+    .is_empty());
+    let name = json!({"value": {"type": "string", "pattern": "^[A-Z_][A-Z0-9_]*$"}});
+    assert!(form(
+        name,
+        "Name the environment variable that will hold the API key (for example OPENAI_API_KEY)."
+    )
+    .is_empty());
+}
