@@ -417,6 +417,8 @@ enum Holds {
     Date,
     /// `format: email|hostname|ipv4|ipv6|uuid`: an address or identifier, no secret.
     Address,
+    /// A `pattern` of fixed words (`^(yes|no)$`, `^DELETE$`): one of them, no secret.
+    Fixed,
     /// `format: uri`: a link, which carries a password only as credentials in it
     /// (`postgres://user:pass@host`, "Database URL"); a link to a password-reset page or a
     /// webhook for expiring tokens holds none.
@@ -462,6 +464,7 @@ impl Holds {
             {
                 Holds::Date
             }
+            _ if fixed_words(prop) => Holds::Fixed,
             _ => Holds::Text,
         }
     }
@@ -475,10 +478,34 @@ impl Holds {
             Holds::TwoDigits => c == Category::CardExpiry,
             Holds::Quantity => false,
             Holds::Date => c == Category::CardExpiry,
-            Holds::Address => false,
+            Holds::Address | Holds::Fixed => false,
             Holds::Link => matches!(c, Category::Credentials | Category::Custom),
         }
     }
+}
+
+/// Does the text input's `pattern` take fixed words only (`^(yes|no)$`, `^DELETE$`,
+/// `^(?:sms|email)$`): a choice written as a pattern, which no secret matches?
+fn fixed_words(prop: &Value) -> bool {
+    let Some(p) = prop.get("pattern").and_then(Value::as_str) else {
+        return false;
+    };
+    let Some(p) = p.strip_prefix('^').and_then(|p| p.strip_suffix('$')) else {
+        return false;
+    };
+    let p = p.strip_prefix("(?i)").unwrap_or(p);
+    let p = p
+        .strip_prefix("(?:")
+        .or_else(|| p.strip_prefix('('))
+        .and_then(|p| p.strip_suffix(')'))
+        .unwrap_or(p);
+    p.split('|').all(|w| {
+        !w.is_empty()
+            && w.len() <= 24
+            && w.chars().any(|c| c.is_alphabetic())
+            && w.chars()
+                .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+    })
 }
 
 /// Prepositions placing a text in an input: "I typed the CVV in Extra info", "pasting the

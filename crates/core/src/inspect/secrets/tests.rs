@@ -1377,3 +1377,23 @@ fn a_blank_for_a_value_takes_the_secret_variable_the_message_names() {
     )
     .is_empty());
 }
+
+#[test]
+fn a_pattern_of_fixed_words_holds_no_secret() {
+    use serde_json::json;
+    let yes_no = json!({"yn": {"type": "string", "pattern": "^(yes|no)$"}});
+    assert!(form(
+        yes_no,
+        "We detected a sign-in with your password from a new device. Was this you? Type yes or no."
+    )
+    .is_empty());
+    let delete = json!({"confirm": {"type": "string", "pattern": "^DELETE$"}});
+    assert!(form(
+        delete,
+        "Type DELETE to confirm removing the SSH key 'ci-runner'."
+    )
+    .is_empty());
+    // A pattern of a shape, not of words, still takes what the message asks for.
+    let code = json!({"v": {"type": "string", "pattern": "^[0-9]{6}$"}});
+    assert!(!form(code, "Type the verification code we texted you.").is_empty());
+}
