@@ -27,7 +27,7 @@ mod step {
     pub const CODE_SHAPE: &str =
         "the field's label names a verification and its pattern takes a code of four to eight digits";
     pub const RECALL: &str =
-        "the field's title is a classic security question, and the form names an account recovery or an identity check";
+        "the field's title (over a blank, the form's message) is a classic security question, and the form names an account recovery or an identity check";
     pub const CONNECTION: &str = "the field shows the shape of a connection string with a password";
     pub const DATABASE_URL: &str =
         "the field's label or pattern begins a database URL, which carries its credentials";
@@ -162,7 +162,17 @@ impl<'a> Context<'a> {
             self.expiries.push((loc.to_owned(), prop));
         } else if holds == Holds::Text && (names.answer || titles.answer || answered_question()) {
             self.answers.push(loc.to_owned());
-        } else if holds == Holds::Text && title.is_some_and(|t| lexicon.asks_recall_question(t)) {
+        } else if holds == Holds::Text
+            && (title.is_some_and(|t| lexicon.asks_recall_question(t))
+                // Or the message's last sentence asks it above a blank ("Account recovery: in
+                // what city were you born?" over "Your reply").
+                || (!lexicon.names_something(title.unwrap_or(name))
+                    && message.is_some_and(|m| {
+                        let last = m.trim_end().trim_end_matches(['.', '!', '。']);
+                        let last = last.rsplit(['.', '!', '。']).next().unwrap_or(last);
+                        last.len() <= 200 && lexicon.asks_recall_question(last)
+                    })))
+        {
             self.recalls.push(loc.to_owned());
         } else if holds.fits(Category::CardExpiry) && part {
             self.parts.push((loc.to_owned(), prop));

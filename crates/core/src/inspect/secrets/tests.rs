@@ -1397,3 +1397,16 @@ fn a_pattern_of_fixed_words_holds_no_secret() {
     let code = json!({"v": {"type": "string", "pattern": "^[0-9]{6}$"}});
     assert!(!form(code, "Type the verification code we texted you.").is_empty());
 }
+
+#[test]
+fn a_security_question_closing_the_message_is_asked_over_a_blank() {
+    use serde_json::json;
+    let f = json!({"reply": {"type": "string", "title": "Your reply"}});
+    assert!(!form(f.clone(), "Account recovery: in what city were you born?").is_empty());
+    // The question removed, and another asked.
+    assert!(form(
+        f,
+        "The security question about your first pet has been removed from your account. Which email should we send recovery links to?"
+    )
+    .is_empty());
+}
