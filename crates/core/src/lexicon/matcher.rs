@@ -2145,13 +2145,18 @@ impl SecretLexicon {
     ) -> bool {
         let ctx = &self.ctx;
         let far = (i + len + 9).min(keys.len());
+        // A negation counts from just before the term to the request ("Your PIN is not
+        // needed"), not in a later clause ("… is needed; nothing will be charged").
         let denied = (i > 0 && ctx.none_here.contains(keys[i - 1]))
-            || keys
-                .iter()
-                .any(|w| ctx.negations.contains(*w) || ctx.circumstances.contains(*w));
+            || keys.iter().any(|w| ctx.circumstances.contains(*w));
         !denied
-            && (i + len..far.saturating_sub(1))
-                .any(|k| ctx.copulas.contains(keys[k]) && verb(keys[k + 1]))
+            && (i + len..far.saturating_sub(1)).any(|k| {
+                ctx.copulas.contains(keys[k])
+                    && verb(keys[k + 1])
+                    && !keys[i.saturating_sub(2)..k + 2]
+                        .iter()
+                        .any(|w| ctx.negations.contains(*w))
+            })
     }
 
     /// Does a request of several words open at `keys[k]` (`key in`, `let us know`), a
