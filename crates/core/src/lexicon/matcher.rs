@@ -273,6 +273,8 @@ pub struct SecretLexicon {
     cards: WordClass,
     /// [`Data::acronyms`], as written.
     acronyms: HashSet<&'static str>,
+    id_documents: WordClass,
+    id_number_labels: WordClass,
     card_words: WordClass,
     recall_questions: WordClass,
     recall_contexts: WordClass,
@@ -753,6 +755,8 @@ impl SecretLexicon {
         let compact_linkers = compact_linkers.iter().map(|c| text::compact(c)).collect();
         let expiry = WordClass::new(&data.expiry, &mut errors);
         let cards = WordClass::new(&data.cards, &mut errors);
+        let id_documents = WordClass::new(&data.id_documents, &mut errors);
+        let id_number_labels = WordClass::new(&data.id_number_labels, &mut errors);
         let card_words = WordClass::new(&data.card_words, &mut errors);
         let recall_questions = WordClass::new(&data.recall_questions, &mut errors);
         let recall_contexts = WordClass::new(&data.recall_contexts, &mut errors);
@@ -791,6 +795,8 @@ impl SecretLexicon {
             expiry,
             cards,
             acronyms: data.acronyms.iter().copied().collect(),
+            id_documents,
+            id_number_labels,
             card_words,
             recall_questions,
             recall_contexts,
@@ -1368,6 +1374,19 @@ impl SecretLexicon {
             named |= self.acronyms.contains(w);
         }
         named
+    }
+
+    /// Does `text` name an identity document ("Driver's license", "State ID", `passport`)?
+    pub fn names_id_document(&self, text: &str) -> bool {
+        self.id_documents.named_in(text)
+    }
+
+    /// Is the label `text` a document's number named generically and nothing else
+    /// ("Document number", "License / ID number", "ID number")?
+    pub fn is_id_number_label(&self, text: &str) -> bool {
+        let read = Read::new(text);
+        self.id_number_labels.named(&read)
+            && self.only(&[&self.id_number_labels, &self.id_documents], &read)
     }
 
     /// Does `text` name a payment card ("Complete your card details", `بطاقتك`)?

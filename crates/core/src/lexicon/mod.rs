@@ -207,6 +207,12 @@ pub struct Data {
     /// National numbers named by their capitals (`SIN`, `NINO`, `NIE`, `PAN`), as written:
     /// in lower case each is a common word ("sin", "niño", "nie", "pan") and names nothing.
     pub acronyms: Vec<&'static str>,
+    /// Identity documents (`passport`, `driver s license`, `state id`, `Personalausweis`): a
+    /// form naming one asks its generic number label ("Document number", "ID number") for
+    /// that document's number.
+    pub id_documents: Vec<&'static str>,
+    /// Generic labels of a document's number (`document number`, `id number`, `number`).
+    pub id_number_labels: Vec<&'static str>,
     /// The bare word for a card (`card`, `carte`, `カード`): a card, payment or not, whose
     /// expiry a text naming both is about ("Your card is about to expire").
     pub card_words: Vec<&'static str>,
@@ -416,6 +422,8 @@ impl Data {
                 "expiry" => Some(&mut self.expiry),
                 "cards" => Some(&mut self.cards),
                 "acronyms" => Some(&mut self.acronyms),
+                "id_documents" => Some(&mut self.id_documents),
+                "id_number_labels" => Some(&mut self.id_number_labels),
                 "card_words" => Some(&mut self.card_words),
                 "recall_questions" => Some(&mut self.recall_questions),
                 "recall_contexts" => Some(&mut self.recall_contexts),

@@ -35,6 +35,8 @@ mod step {
         "the field is a blank shaped as a code of four to eight characters, and the form's message names a one-time code";
     pub const VARIABLE: &str =
         "the field is a blank for a value, and the form's message names a variable that holds a secret";
+    pub const DOCUMENT: &str =
+        "the field's label is a document's number named generically, and the form names an identity document";
     pub const CODE_SENT: &str =
         "the field's label is a code word alone, and the form's message says how the code was sent";
     pub const KEY_FORMAT: &str = "the field's pattern takes a well-known credential format";
@@ -65,6 +67,9 @@ pub(super) struct Context<'a> {
     /// Free text inputs labelled as a blank for a value ("Value", "Variable value", "Text")
     /// ([`Context::variable_values`]).
     values: Vec<String>,
+    /// Text inputs labelled as a document's number generically ("Document number", "ID
+    /// number") ([`Context::document_numbers`]).
+    documents: Vec<String>,
 }
 
 impl<'a> Context<'a> {
@@ -209,6 +214,9 @@ impl<'a> Context<'a> {
                 self.shapes.push((loc.to_owned(), Category::CardExpiry));
             }
         }
+        if holds == Holds::Text && lexicon.is_id_number_label(label) {
+            self.documents.push(loc.to_owned());
+        }
         if holds == Holds::Text && code_shape(prop) && lexicon.is_blank_request(label) {
             self.codes.push(loc.to_owned());
         }
@@ -323,12 +331,14 @@ impl<'a> Context<'a> {
             && self.shapes.is_empty()
             && self.codes.is_empty()
             && self.values.is_empty()
+            && self.documents.is_empty()
         {
             return;
         }
         let form = Form { schema, message };
         self.code_shapes(message, lexicon, hits);
         self.variable_values(message, lexicon, hits);
+        self.document_numbers(&form, lexicon, hits);
         self.card_shapes(&form, lexicon, hits);
         self.card_expiries(&form, lexicon, hits);
         self.security_answers(&form, lexicon, hits);
@@ -398,6 +408,26 @@ impl<'a> Context<'a> {
         if let Some(hit) = named {
             for at in &self.codes {
                 explain(hits, at, hit.detector, step::CODE_MESSAGE);
+            }
+        }
+    }
+
+    /// A document's number named generically ("Document number", "License / ID number")
+    /// is an identity number on a form that names an identity document anywhere: its
+    /// message, a title, or the choices of document ("Driver's license", "State ID").
+    fn document_numbers(&self, form: &Form<'_>, lexicon: &SecretLexicon, hits: &mut Hits) {
+        if self.documents.is_empty() {
+            return;
+        }
+        let choices = schema::properties(form.schema)
+            .into_iter()
+            .flatten()
+            .flat_map(|(_, p)| choice_texts(p));
+        let named = form.texts().any(|t| lexicon.names_id_document(t))
+            || choices.into_iter().any(|t| lexicon.names_id_document(&t));
+        if named {
+            for at in &self.documents {
+                explain(hits, at, "secret.context:national_id", step::DOCUMENT);
             }
         }
     }
@@ -490,6 +520,30 @@ impl<'v> Form<'v> {
             .flat_map(|(name, p)| std::iter::once(name.as_str()).chain(own_texts(p)));
         own.chain(fields)
     }
+}
+
+/// The texts of a choice's options: its `enum` values (`drivers_license`), `enumNames` and
+/// `oneOf` titles.
+fn choice_texts(prop: &Value) -> Vec<String> {
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(|s| s.replace('_', " "))
+            .collect()
+    };
+    let mut out = strings(prop.get("enum"));
+    out.extend(strings(prop.get("enumNames")));
+    out.extend(
+        prop.get("oneOf")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o.get("title").and_then(Value::as_str))
+            .map(str::to_owned),
+    );
+    out
 }
 
 /// A property's title and description.

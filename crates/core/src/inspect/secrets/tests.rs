@@ -1410,3 +1410,15 @@ fn a_security_question_closing_the_message_is_asked_over_a_blank() {
     )
     .is_empty());
 }
+
+#[test]
+fn a_generic_document_number_beside_an_identity_document_is_its_number() {
+    use serde_json::json;
+    let f = json!({"id_type": {"type": "string", "title": "ID type", "enum": ["drivers_license", "state_id"]},
+        "id_number": {"type": "string", "title": "License / ID number"}});
+    assert!(!form(f, "Verify your identity to unlock higher transfer limits.").is_empty());
+    // The same label on a form naming no identity document: an invoice's.
+    let invoice = json!({"doc": {"type": "string", "title": "Document number"},
+        "amount": {"type": "number", "title": "Amount"}});
+    assert!(form(invoice, "Which invoice should we credit?").is_empty());
+}
