@@ -90,6 +90,16 @@ static KEYS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", "secret.key:shopify"),
         (r"do[opr]_v1_[a-f0-9]{64}", "secret.key:digitalocean"),
         (r"NRAK-[A-Z0-9]{27}", "secret.key:newrelic"),
+        (r"sntry[us]_[A-Za-z0-9+/=_]{30,}", "secret.key:sentry"),
+        (r"HRKU-[A-Za-z0-9_\-]{20,}", "secret.key:heroku"),
+        (r"RGAPI-[A-Za-z0-9\-]{36}", "secret.key:riot"),
+        (r"lin_api_[A-Za-z0-9]{40}", "secret.key:linear"),
+        (r"sk\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{10,}", "secret.key:mapbox"),
+        (r"tskey-(?:auth|api|client)-[A-Za-z0-9\-]{20,}", "secret.key:tailscale"),
+        (r"hv[sb]\.[A-Za-z0-9_\-]{24,}", "secret.key:vault"),
+        (r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}", "secret.key:doppler"),
+        (r"figd_[A-Za-z0-9_\-]{40,}", "secret.key:figma"),
+        (r"(?:ntn|secret)_[A-Za-z0-9]{43,}", "secret.key:notion"),
     ]
     .into_iter()
     .map(|(p, d)| (re(p), d))
