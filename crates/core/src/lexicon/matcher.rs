@@ -188,6 +188,7 @@ struct Context {
     questions: HashSet<String>,
     circumstances: HashSet<String>,
     circumstances_late: HashSet<String>,
+    questions_late: HashSet<String>,
     /// Folded words naming one piece of a secret (`character`, `word`).
     pieces: HashSet<String>,
     /// Folded word sequences naming a part of a number (`last 4 digits`).
@@ -846,6 +847,7 @@ impl SecretLexicon {
                     .filter(|p| p.len() >= 2)
                     .collect(),
                 circumstances_late: folded_set(&late_words),
+                questions_late: folded_set(&data.questions_late),
                 heads: folded_set(&data.heads),
                 copulas: folded_set(&data.copulas),
                 conjunctions: folded_set(&data.conjunctions),
@@ -1626,7 +1628,8 @@ impl SecretLexicon {
             let cue_ok = cue_ok
                 || (question
                     && !matches!(role, Role::Label | Role::Hidden)
-                    && self.asks_what(&keys[lo..hi], i - lo));
+                    && (self.asks_what(&keys[lo..hi], i - lo)
+                        || self.asked_late(&keys[lo..hi], i - lo, len)));
             // "Never share your seed phrase", "Do not include your password": a warning.
             // A label undoes only a prohibited request ("não informe sua senha").
             let cue_ok = cue_ok
@@ -2176,6 +2179,17 @@ impl SecretLexicon {
                         .iter()
                         .any(|w| ctx.negations.contains(*w))
             })
+    }
+
+    /// Does the question close, within three words of the term, on an interrogative of the
+    /// languages that put it last ("client secret değeri nedir?", "আপনার app_secret কী?")?
+    fn asked_late(&self, keys: &[&str], i: usize, len: usize) -> bool {
+        let end = keys.len();
+        end > i + len
+            && end <= i + len + 3
+            && keys[end.saturating_sub(2)..]
+                .iter()
+                .any(|w| self.ctx.questions_late.contains(*w))
     }
 
     /// Does a request of several words open at `keys[k]` (`key in`, `let us know`), a

@@ -168,6 +168,9 @@ pub struct Data {
     /// The same interrogatives of languages that put them inside the question, after the
     /// secret (`kab`, `ne zaman`, `いつ`): anywhere in a question label.
     pub circumstances_late: Vec<&'static str>,
+    /// Interrogatives that close a question after what it asks for (`nedir`, `چیست`, `কী`):
+    /// "client secret değeri nedir?" asks for the client secret.
+    pub questions_late: Vec<&'static str>,
     /// Nouns that, opening a label, name what it holds whatever secret follows (`reason`,
     /// `date`, `comment`: "Date the PIN was issued").
     pub heads: Vec<&'static str>,
@@ -408,6 +411,7 @@ impl Data {
                 "phrasal_cues" => Some(&mut self.phrasal_cues),
                 "pieces" => Some(&mut self.pieces),
                 "circumstances_late" => Some(&mut self.circumstances_late),
+                "questions_late" => Some(&mut self.questions_late),
                 "heads" => Some(&mut self.heads),
                 "copulas" => Some(&mut self.copulas),
                 "conjunctions" => Some(&mut self.conjunctions),
