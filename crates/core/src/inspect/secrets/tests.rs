@@ -1304,6 +1304,11 @@ fn a_question_for_the_term_itself_asks_for_it() {
         "Qual è il PIN di questa carta?",
         "Quel est votre code PIN ?",
     ]);
+    // Or an interrogative closing it, in the languages that put it last.
+    prose_asks(&[
+        "OAuth uygulamanızın client secret değeri nedir?",
+        "বিকাশ মার্চেন্ট প্যানেলে আপনার app_secret কী?",
+    ]);
     // A question of something else the sentence names, or no question at all.
     prose_asks_none(&[
         "¿Cuál es la longitud mínima del PIN?",
