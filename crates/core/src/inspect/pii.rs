@@ -94,10 +94,19 @@ static KEYS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (r"HRKU-[A-Za-z0-9_\-]{20,}", "secret.key:heroku"),
         (r"RGAPI-[A-Za-z0-9\-]{36}", "secret.key:riot"),
         (r"lin_api_[A-Za-z0-9]{40}", "secret.key:linear"),
-        (r"sk\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{10,}", "secret.key:mapbox"),
-        (r"tskey-(?:auth|api|client)-[A-Za-z0-9\-]{20,}", "secret.key:tailscale"),
+        (
+            r"sk\.eyJ[A-Za-z0-9_\-]{20,}\.[A-Za-z0-9_\-]{10,}",
+            "secret.key:mapbox",
+        ),
+        (
+            r"tskey-(?:auth|api|client)-[A-Za-z0-9\-]{20,}",
+            "secret.key:tailscale",
+        ),
         (r"hv[sb]\.[A-Za-z0-9_\-]{24,}", "secret.key:vault"),
-        (r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}", "secret.key:doppler"),
+        (
+            r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}",
+            "secret.key:doppler",
+        ),
         (r"figd_[A-Za-z0-9_\-]{40,}", "secret.key:figma"),
         (r"(?:ntn|secret)_[A-Za-z0-9]{43,}", "secret.key:notion"),
     ]

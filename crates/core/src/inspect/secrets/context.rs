@@ -87,6 +87,10 @@ impl<'a> Context<'a> {
             name, prop, holds, ..
         } = *field;
         let title = prop.get("title").and_then(Value::as_str);
+        let label = title.unwrap_or(name);
+        // Whether the label names anything, read once: several rules ask.
+        let label_names_cell = std::cell::OnceCell::new();
+        let label_names = || *label_names_cell.get_or_init(|| lexicon.names_something(label));
         // A national number named by its capitals ("SIN (9 digits)", "NINO"): written in
         // lower case the same letters are common words ("sin", "niño", "nie", "pan").
         if holds.fits(Category::NationalId) && lexicon.names_acronym(title.unwrap_or(name)) {
@@ -98,9 +102,8 @@ impl<'a> Context<'a> {
         // "Te enviamos un código a tu correo"): the one-time code, as the label would be
         // with those words in it.
         if holds.fits(Category::Otp) {
-            let label = title.unwrap_or(name);
             // (Word counts say nothing of scripts written without spaces.)
-            let short = !lexicon.names_something(label)
+            let short = !label_names()
                 && (1..=2).contains(&text::words(label).len())
                 && !label.chars().any(text::is_compact_script);
             let own = |p: &str| {
@@ -145,7 +148,7 @@ impl<'a> Context<'a> {
         // A description that says what a field holds is a phrase, not a page: one of a
         // few words is read, the label first.
         let described_expiry = || {
-            !lexicon.names_something(title.unwrap_or(name))
+            !label_names()
                 && prop
                     .get("description")
                     .and_then(Value::as_str)
@@ -171,7 +174,7 @@ impl<'a> Context<'a> {
             && (title.is_some_and(|t| lexicon.asks_recall_question(t))
                 // Or the message's last sentence asks it above a blank ("Account recovery: in
                 // what city were you born?" over "Your reply").
-                || (!lexicon.names_something(title.unwrap_or(name))
+                || (!label_names()
                     && message.is_some_and(|m| {
                         let last = m.trim_end().trim_end_matches(['.', '!', '。']);
                         let last = last.rsplit(['.', '!', '。']).next().unwrap_or(last);
@@ -186,12 +189,14 @@ impl<'a> Context<'a> {
         // read: "Value" of 13 to 19 characters on a form adding a payment card. Under a
         // label that is the bare word for a card ("Card", "Kartu", `บัตร`) that shape is the
         // card's number whatever the form says.
-        let label = title.unwrap_or(name);
-        let card_label = holds == Holds::Text && lexicon.is_card_word(label);
-        if holds == Holds::Text && (!lexicon.names_something(label) || card_label) {
-            let len = |k: &str| prop.get(k).and_then(Value::as_u64);
-            let card_lengths = len("minLength").is_some_and(|n| (12..=15).contains(&n))
-                && len("maxLength").is_some_and(|n| (16..=19).contains(&n));
+        let digits = digits_range(prop);
+        let len = |k: &str| prop.get(k).and_then(Value::as_u64);
+        let card_lengths = len("minLength").is_some_and(|n| (12..=15).contains(&n))
+            && len("maxLength").is_some_and(|n| (16..=19).contains(&n));
+        let card_shape =
+            card_lengths || digits.is_some_and(|(lo, hi)| (15..=16).contains(&lo) && hi <= 16);
+        let card_label = holds == Holds::Text && card_shape && lexicon.is_card_word(label);
+        if holds == Holds::Text && (card_label || !label_names()) {
             let expiry_shape = prop
                 .get("pattern")
                 .and_then(Value::as_str)
@@ -199,8 +204,7 @@ impl<'a> Context<'a> {
             // Fifteen or sixteen digits exactly (`^[0-9]{16}$`): a card's number too, on a
             // form naming a card; three exactly, its security code (four is as often the
             // last four digits that tell a saved card apart).
-            let digits = digits_range(prop);
-            if card_lengths || digits.is_some_and(|(lo, hi)| (15..=16).contains(&lo) && hi <= 16) {
+            if card_shape {
                 if card_label {
                     explain(hits, loc, "secret.context:card", step::CARD_SHAPE);
                     return;
@@ -214,7 +218,7 @@ impl<'a> Context<'a> {
                 self.shapes.push((loc.to_owned(), Category::CardExpiry));
             }
         }
-        if holds == Holds::Text && lexicon.is_id_number_label(label) {
+        if holds == Holds::Text && label_names() && lexicon.is_id_number_label(label) {
             self.documents.push(loc.to_owned());
         }
         if holds == Holds::Text && code_shape(prop) && lexicon.is_blank_request(label) {
@@ -227,8 +231,7 @@ impl<'a> Context<'a> {
             .is_some_and(|p| p.starts_with("^[A-Z"));
         if holds == Holds::Text
             && !names_variable
-            && lexicon.names_blank(label)
-            && !lexicon.names_content(label)
+            && (!label_names() || (lexicon.names_blank(label) && !lexicon.names_content(label)))
         {
             self.values.push(loc.to_owned());
         }
@@ -238,7 +241,7 @@ impl<'a> Context<'a> {
         // label a short description names the verification ("The verification number we
         // emailed to you", "Current 6-digit number shown on your hardware token").
         let described_verification = || {
-            !lexicon.names_something(title.unwrap_or(name))
+            !label_names()
                 && prop
                     .get("description")
                     .and_then(Value::as_str)
