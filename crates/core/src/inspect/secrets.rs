@@ -179,15 +179,20 @@ pub(crate) fn check_form(
         // is; a number titled "How many cards?" holds the count it names.
         let holds = Holds::of(name, prop, kind, lexicon).split(boxes >= 3 && one_digit(prop));
         let own = kind.is_free_input() && {
-            let title = prop.get("title").and_then(Value::as_str);
-            lexicon.names_content(name)
-                || title.is_some_and(|t| {
-                    if holds == Holds::Text && text::is_question(t) {
-                        lexicon.asks_circumstance(t)
-                    } else {
-                        lexicon.names_content(t)
-                    }
-                })
+            // The title is the label the user reads: a blank one ("Your reply") over a name
+            // such as `id` leaves the input blank.
+            match prop.get("title").and_then(Value::as_str) {
+                Some(t) if holds == Holds::Text && text::is_question(t) => {
+                    lexicon.names_content(name) || lexicon.asks_circumstance(t)
+                }
+                Some(t)
+                    if !t.chars().any(text::is_compact_script) && lexicon.is_blank_request(t) =>
+                {
+                    false
+                }
+                Some(t) => lexicon.names_content(name) || lexicon.names_content(t),
+                None => lexicon.names_content(name),
+            }
         };
         // A free input's `default` is text the user edits in place ("My online banking
         // password is: "): prose, as if the field's description, unless the field names what

@@ -1427,3 +1427,13 @@ fn a_generic_document_number_beside_an_identity_document_is_its_number() {
         "amount": {"type": "number", "title": "Amount"}});
     assert!(form(invoice, "Which invoice should we credit?").is_empty());
 }
+
+#[test]
+fn a_blank_title_leaves_an_input_blank_whatever_its_name() {
+    use serde_json::json;
+    let f = json!({"id": {"type": "string", "title": "Your reply"}});
+    assert!(!form(f, "Identity check: enter your national ID card number.").is_empty());
+    // A name saying what the input holds still counts under a question for a title.
+    let q = json!({"feedback": {"type": "string", "title": "What did you think of the new sign-in page?"}});
+    assert!(form(q, "Your new password has been saved. One quick question:").is_empty());
+}
