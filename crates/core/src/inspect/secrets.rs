@@ -185,12 +185,11 @@ pub(crate) fn check_form(
                 Some(t) if holds == Holds::Text && text::is_question(t) => {
                     lexicon.names_content(name) || lexicon.asks_circumstance(t)
                 }
-                Some(t)
-                    if !t.chars().any(text::is_compact_script) && lexicon.is_blank_request(t) =>
-                {
-                    false
+                Some(t) => {
+                    (lexicon.names_content(name)
+                        && (t.chars().any(text::is_compact_script) || !lexicon.is_blank_request(t)))
+                        || lexicon.names_content(t)
                 }
-                Some(t) => lexicon.names_content(name) || lexicon.names_content(t),
                 None => lexicon.names_content(name),
             }
         };
