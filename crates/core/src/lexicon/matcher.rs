@@ -195,8 +195,8 @@ struct Context {
     partial: Vec<Vec<String>>,
     /// Pronouns referring back to what an earlier sentence named (`it`, `them`).
     back_refs: HashSet<String>,
-    /// [`Data::phrasal_cues`], folded, word by word.
-    phrasal_cues: Vec<Vec<String>>,
+    /// [`Data::phrasal_cues`], folded, by first word: the words that follow it.
+    phrasal_cues: HashMap<String, Vec<Vec<String>>>,
     /// "No" before a noun, a negation where a place follows the term (`no`, `kein`).
     none_here: HashSet<String>,
     /// Folded word sequences placing a request elsewhere or later (`next page`).
@@ -835,17 +835,16 @@ impl SecretLexicon {
                 deferred: data.deferred.iter().map(|p| folded_words(p)).collect(),
                 none_here: folded_set(&data.none_here),
                 back_refs: folded_set(&data.back_refs),
-                phrasal_cues: data
-                    .phrasal_cues
-                    .iter()
-                    .map(|p| {
-                        text::words(p)
-                            .into_iter()
-                            .map(|w| w.folded)
-                            .collect::<Vec<_>>()
-                    })
-                    .filter(|p| p.len() >= 2)
-                    .collect(),
+                phrasal_cues: data.phrasal_cues.iter().fold(HashMap::new(), |mut by, p| {
+                    let mut words = text::words(p).into_iter().map(|w| w.folded);
+                    if let Some(first) = words.next() {
+                        let rest: Vec<String> = words.collect();
+                        if !rest.is_empty() {
+                            by.entry(first).or_insert_with(Vec::new).push(rest);
+                        }
+                    }
+                    by
+                }),
                 circumstances_late: folded_set(&late_words),
                 questions_late: folded_set(&data.questions_late),
                 heads: folded_set(&data.heads),
@@ -2168,17 +2167,18 @@ impl SecretLexicon {
         let ctx = &self.ctx;
         let far = (i + len + 9).min(keys.len());
         // A negation counts from just before the term to the request ("Your PIN is not
-        // needed"), not in a later clause ("… is needed; nothing will be charged").
-        let denied = (i > 0 && ctx.none_here.contains(keys[i - 1]))
-            || keys.iter().any(|w| ctx.circumstances.contains(*w));
-        !denied
-            && (i + len..far.saturating_sub(1)).any(|k| {
-                ctx.copulas.contains(keys[k])
-                    && verb(keys[k + 1])
-                    && !keys[i.saturating_sub(2)..k + 2]
-                        .iter()
-                        .any(|w| ctx.negations.contains(*w))
-            })
+        // needed"), not in a later clause ("… is needed; nothing will be charged"); the
+        // sentence is read for a denial only once a request is found.
+        let requested = (i + len..far.saturating_sub(1)).any(|k| {
+            ctx.copulas.contains(keys[k])
+                && verb(keys[k + 1])
+                && !keys[i.saturating_sub(2)..k + 2]
+                    .iter()
+                    .any(|w| ctx.negations.contains(*w))
+        });
+        requested
+            && !(i > 0 && ctx.none_here.contains(keys[i - 1]))
+            && !keys.iter().any(|w| ctx.circumstances.contains(*w))
     }
 
     /// Does the question close, within three words of the term, on an interrogative of the
@@ -2200,11 +2200,12 @@ impl SecretLexicon {
             keys.get(at..at + rest.len())
                 .is_some_and(|w| w.iter().zip(rest).all(|(a, b)| *a == b.as_str()))
         };
-        ctx.phrasal_cues.iter().any(|p| {
-            keys[k] == p[0].as_str()
-                && (fits(&p[1..], k + 1)
+        ctx.phrasal_cues.get(keys[k]).is_some_and(|rests| {
+            rests.iter().any(|rest| {
+                fits(rest, k + 1)
                     || (keys.get(k + 1).is_some_and(|w| ctx.back_refs.contains(*w))
-                        && fits(&p[1..], k + 2)))
+                        && fits(rest, k + 2))
+            })
         })
     }
 

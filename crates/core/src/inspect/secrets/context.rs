@@ -93,7 +93,7 @@ impl<'a> Context<'a> {
         let label_names = || *label_names_cell.get_or_init(|| lexicon.names_something(label));
         // A national number named by its capitals ("SIN (9 digits)", "NINO"): written in
         // lower case the same letters are common words ("sin", "niño", "nie", "pan").
-        if holds.fits(Category::NationalId) && lexicon.names_acronym(title.unwrap_or(name)) {
+        if holds.fits(Category::NationalId) && lexicon.names_acronym(label) {
             explain(hits, loc, "secret.context:national_id", step::ACRONYM);
             return;
         }
@@ -422,12 +422,20 @@ impl<'a> Context<'a> {
         if self.documents.is_empty() {
             return;
         }
-        let choices = schema::properties(form.schema)
+        // The choices' texts as the client shows them (`enumNames`, `oneOf` titles, else the
+        // `enum` values themselves), read by the walk the hidden texts take.
+        let mut named = form.texts().any(|t| lexicon.names_id_document(t));
+        for prop in schema::properties(form.schema)
             .into_iter()
             .flatten()
-            .flat_map(|(_, p)| choice_texts(p));
-        let named = form.texts().any(|t| lexicon.names_id_document(t))
-            || choices.into_iter().any(|t| lexicon.names_id_document(&t));
+            .map(|(_, p)| p)
+        {
+            if !named {
+                super::hidden_texts(prop, schema::kind_of(prop), &mut |_, t| {
+                    named |= lexicon.names_id_document(t);
+                });
+            }
+        }
         if named {
             for at in &self.documents {
                 explain(hits, at, "secret.context:national_id", step::DOCUMENT);
@@ -525,30 +533,6 @@ impl<'v> Form<'v> {
     }
 }
 
-/// The texts of a choice's options: its `enum` values (`drivers_license`), `enumNames` and
-/// `oneOf` titles.
-fn choice_texts(prop: &Value) -> Vec<String> {
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(|s| s.replace('_', " "))
-            .collect()
-    };
-    let mut out = strings(prop.get("enum"));
-    out.extend(strings(prop.get("enumNames")));
-    out.extend(
-        prop.get("oneOf")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|o| o.get("title").and_then(Value::as_str))
-            .map(str::to_owned),
-    );
-    out
-}
-
 /// A property's title and description.
 fn own_texts(prop: &Value) -> impl Iterator<Item = &str> {
     ["title", "description"]
@@ -580,13 +564,18 @@ fn shown_prefixes(text: &str) -> impl Iterator<Item = &str> {
         })
 }
 
-/// A choice of the twelve months: `enum` (or `oneOf` consts) of `1`–`12` or `01`–`12`.
-fn month_choice(prop: &Value) -> bool {
-    let values: Vec<&Value> = match (prop.get("enum"), prop.get("oneOf")) {
+/// The values a choice offers: its `enum`, else its `oneOf` consts.
+fn choice_values(prop: &Value) -> Vec<&Value> {
+    match (prop.get("enum"), prop.get("oneOf")) {
         (Some(Value::Array(e)), _) => e.iter().collect(),
         (_, Some(Value::Array(o))) => o.iter().filter_map(|c| c.get("const")).collect(),
-        _ => return false,
-    };
+        _ => Vec::new(),
+    }
+}
+
+/// A choice of the twelve months: `enum` (or `oneOf` consts) of `1`–`12` or `01`–`12`.
+fn month_choice(prop: &Value) -> bool {
+    let values = choice_values(prop);
     let month = |v: &&Value| match v {
         Value::String(s) => s.parse::<u8>().is_ok_and(|n| (1..=12).contains(&n)),
         Value::Number(n) => n.as_u64().is_some_and(|n| (1..=12).contains(&n)),
@@ -607,12 +596,7 @@ fn code_shape(prop: &Value) -> bool {
 /// Is the choice a run of three to fifteen consecutive years, written in two digits or four
 /// (`["25", "26", …]`, `[2025, 2026, …]`): the years a card can expire in?
 fn year_choice(prop: &Value) -> bool {
-    let values: Vec<&Value> = match (prop.get("enum"), prop.get("oneOf")) {
-        (Some(Value::Array(e)), _) => e.iter().collect(),
-        (_, Some(Value::Array(o))) => o.iter().filter_map(|c| c.get("const")).collect(),
-        _ => return false,
-    };
-    let years: Option<Vec<u64>> = values
+    let years: Option<Vec<u64>> = choice_values(prop)
         .iter()
         .map(|v| match v {
             Value::String(s) if matches!(s.len(), 2 | 4) => s.parse::<u64>().ok(),
