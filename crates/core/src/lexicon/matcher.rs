@@ -1152,6 +1152,11 @@ impl SecretLexicon {
     /// ("Value", "Introduce el valor", "Enter here", "Feld 1")?
     pub fn is_blank_request(&self, text: &str) -> bool {
         let ctx = &self.ctx;
+        // A label written without spaces has no words to read: it is blank only when its
+        // compact form is ("รหัสไปรษณีย์", a postal code, is not).
+        if has_compact_char(text) && self.compact_names_something(&text::compact(text)) {
+            return false;
+        }
         text::words(text).iter().all(|w| {
             let w = w.folded.as_str();
             ctx.blank.contains(w)
@@ -1175,7 +1180,19 @@ impl SecretLexicon {
             !(ctx.blank.contains(&w.folded)
                 || ctx.linkers.contains(&w.folded)
                 || is_number(&w.folded))
-        })
+        }) || (has_compact_char(text) && self.compact_names_something(&text::compact(text)))
+    }
+
+    /// Does a label written without spaces say more than its blank words ("订单号" does,
+    /// "输入" and "答案" do not)? Compact runs are no words for [`text::words`].
+    fn compact_names_something(&self, compact: &str) -> bool {
+        let scripted = |s: &str| s.chars().filter(|c| text::is_compact_script(*c)).count();
+        let blank: usize = self.compact_blank.as_ref().map_or(0, |ac| {
+            ac.find_iter(compact)
+                .map(|m| scripted(&compact[m.range()]))
+                .sum()
+        });
+        scripted(compact) > blank
     }
 
     /// Does the label `text` name what its field holds, something no secret is (`feedback`,
@@ -1602,6 +1619,7 @@ impl SecretLexicon {
                 i += len;
                 continue;
             }
+            let owned = self.terms[term].category != Category::CardExpiry;
             let homoglyph_ok = !need_non_latin || words[i..i + len].iter().any(spoof_candidate);
             let cue_ok = match role {
                 Role::Label => true,
@@ -1610,7 +1628,7 @@ impl SecretLexicon {
                 // required. Enter it below"), asks as it does over several inputs.
                 Role::Prose => {
                     self.terms[term].strength == Strength::Strong
-                        || self.cued(&keys[lo..hi], i - lo, len)
+                        || self.cued(&keys[lo..hi], i - lo, len, owned)
                         || self.passive_request(&keys[lo..hi], i - lo, len, &|w| {
                             self.ctx.cues.contains(w) && !self.ctx.linkers.contains(w)
                         })
@@ -1627,7 +1645,7 @@ impl SecretLexicon {
             let cue_ok = cue_ok
                 || (question
                     && !matches!(role, Role::Label | Role::Hidden)
-                    && (self.asks_what(&keys[lo..hi], i - lo)
+                    && (self.asks_what(&keys[lo..hi], i - lo, owned)
                         || self.asked_late(&keys[lo..hi], i - lo, len)));
             // "Never share your seed phrase", "Do not include your password": a warning.
             // A label undoes only a prohibited request ("não informe sua senha").
@@ -1778,10 +1796,22 @@ impl SecretLexicon {
         prose: bool,
     ) -> bool {
         let ctx = &self.ctx;
+        let first = keys[0];
+        // A label opened by an interrogative of circumstance asks its question without the
+        // mark ("Где токен оказался в открытом доступе"), unless it also asks to type ("When
+        // prompted, enter the PIN").
+        let question = question
+            || (!prose
+                && keys[..i]
+                    .iter()
+                    .find(|w| !ctx.linkers.contains(**w))
+                    .is_some_and(|w| ctx.circumstances.contains(*w))
+                && !keys
+                    .iter()
+                    .any(|w| ctx.cues.contains(*w) && !ctx.linkers.contains(*w)));
         if !question || self.terms[term].category == Category::CardExpiry {
             return false;
         }
-        let first = keys[0];
         // A yes/no question label names the secret as its topic: "Do you use the same
         // password anywhere else?", "Have you changed your PIN since?" (but "Could you enter
         // your PIN?" asks; in prose the next sentence may ask: "Did you rotate your API
@@ -2060,7 +2090,7 @@ impl SecretLexicon {
 
     /// A request cue within three words before the term, or five after it (verb-final
     /// languages: `şifrenizi girin`, `पासवर्ड दर्ज करें`).
-    fn cued(&self, keys: &[&str], i: usize, len: usize) -> bool {
+    fn cued(&self, keys: &[&str], i: usize, len: usize, owned: bool) -> bool {
         let ctx = &self.ctx;
         // After it: verb-final clauses put the request last, past a relative clause ("টোকেন
         // তৈরি করেছেন সেটি পেস্ট করুন", paste the token you created).
@@ -2069,18 +2099,26 @@ impl SecretLexicon {
             return true;
         }
         // Three words back, not counting articles, possessives and numbers: "Type your
-        // 4-digit banking PIN", "Bitte geben Sie das soeben erzeugte Token ein".
+        // 4-digit banking PIN", "Bitte geben Sie das soeben erzeugte Token ein"; an owner's
+        // possessive counts as one word ("Type the Wi-Fi network's password").
         let mut counted = 0;
-        for w in keys[..i].iter().rev() {
-            if ctx.cues.contains(*w) {
-                return true;
-            }
-            let number = is_number(w);
-            if !(ctx.linkers.contains(*w) || number) {
+        let mut j = i;
+        while j > 0 {
+            if let Some(owner) = self.owner_before(keys, j).filter(|_| owned) {
+                j = owner;
                 counted += 1;
-                if counted >= 3 {
-                    return false;
+            } else {
+                j -= 1;
+                let w = keys[j];
+                if ctx.cues.contains(w) {
+                    return true;
                 }
+                if !(ctx.linkers.contains(w) || is_number(w)) {
+                    counted += 1;
+                }
+            }
+            if counted >= 3 {
+                return false;
             }
         }
         false
@@ -2183,10 +2221,13 @@ impl SecretLexicon {
 
     /// Does the question close, within three words of the term, on an interrogative of the
     /// languages that put it last ("client secret değeri nedir?", "আপনার app_secret কী?")?
+    /// A term that opens the question is its subject however long the rest: "Mã OTP mà ngân
+    /// hàng vừa gửi đến số điện thoại của bạn là gì?", "رمز عبور حساب کاربری شما در سامانه چیست؟".
     fn asked_late(&self, keys: &[&str], i: usize, len: usize) -> bool {
         let end = keys.len();
+        let opens = keys[..i].iter().all(|w| self.ctx.linkers.contains(*w));
         end > i + len
-            && end <= i + len + 3
+            && (end <= i + len + 3 || (opens && end <= i + len + 14))
             && keys[end.saturating_sub(2)..]
                 .iter()
                 .any(|w| self.ctx.questions_late.contains(*w))
@@ -2212,17 +2253,51 @@ impl SecretLexicon {
     /// Is the term at `i` what an interrogative and a copula right before it ask for, past
     /// articles, possessives and numbers ("Cuál es su PIN", "Quel est votre code", "Was ist
     /// Ihre PIN")?
-    fn asks_what(&self, keys: &[&str], i: usize) -> bool {
+    /// Two modifiers may stand between ("Was ist Ihre aktuelle PIN?"), and an owner's
+    /// possessive counts as one, whatever the owner's own words ("What is the Wi-Fi
+    /// network's password?"), unless the term is a card's expiry (a token has one too).
+    fn asks_what(&self, keys: &[&str], i: usize, owned: bool) -> bool {
         let ctx = &self.ctx;
         let mut j = i;
-        while j > 0
-            && !ctx.copulas.contains(keys[j - 1])
-            && (ctx.linkers.contains(keys[j - 1]) || is_number(keys[j - 1]))
-            && i - j < 3
-        {
-            j -= 1;
+        let (mut skipped, mut modifiers) = (0, 0);
+        while j > 0 && skipped < 4 {
+            let w = keys[j - 1];
+            if let Some(owner) = self.owner_before(keys, j).filter(|_| owned) {
+                j = owner;
+                modifiers += 1;
+            } else if ctx.copulas.contains(w) || ctx.questions.contains(w) {
+                break;
+            } else if ctx.linkers.contains(w) || is_number(w) {
+                j -= 1;
+            } else if modifiers < 2 && !ctx.conjunctions.contains(w) {
+                j -= 1;
+                modifiers += 1;
+            } else {
+                break;
+            }
+            skipped += 1;
         }
         j >= 2 && ctx.copulas.contains(keys[j - 1]) && ctx.questions.contains(keys[j - 2])
+    }
+
+    /// Where the owner of a possessive ending right before `keys[j]` opens ("the Wi-Fi
+    /// network's" → at `wi`): up to three words back, to the article, possessive or copula
+    /// before them. `None` when `keys[j - 1]` is no possessive `'s` ("what's" is a copula).
+    fn owner_before(&self, keys: &[&str], j: usize) -> Option<usize> {
+        let ctx = &self.ctx;
+        if j < 2 || keys[j - 1] != "s" || ctx.questions.contains(keys[j - 2]) {
+            return None;
+        }
+        let mut k = j - 2;
+        let stop = k.saturating_sub(2);
+        while k > stop
+            && !ctx.linkers.contains(keys[k - 1])
+            && !ctx.copulas.contains(keys[k - 1])
+            && !ctx.cues.contains(keys[k - 1])
+        {
+            k -= 1;
+        }
+        Some(k)
     }
 
     /// Does the sentence after the term's open with a request for it by a pronoun: "We
@@ -2406,16 +2481,12 @@ impl SecretLexicon {
     /// A negation just before the term or, for verb-final languages, just after it
     /// (`请勿分享密码`, `パスワードを入力しないで`): a warning, not a request.
     fn compact_negated(&self, c: &str, start: usize, end: usize) -> bool {
-        // Bytes: compact scripts take three per character: about eight characters before
-        // the term, sixteen after.
-        const BEFORE: usize = 24;
-        // After: a verb phrase may stand between ("비밀번호를 닉네임으로 사용하지 마세요").
-        const AFTER: usize = 48;
+        // Eight letters before the term; after it sixteen: a verb phrase may stand between
+        // ("비밀번호를 닉네임으로 사용하지 마세요").
         let Some(ac) = &self.compact_negations else {
             return false;
         };
-        let lo = start.saturating_sub(BEFORE);
-        let hi = (end + AFTER).min(c.len());
+        let (lo, hi) = letters_around(c, start, end, (8, 16));
         ac.find_iter(c)
             .any(|m| (m.end() <= start && m.end() >= lo) || (m.start() >= end && m.start() <= hi))
     }
@@ -2438,13 +2509,43 @@ impl SecretLexicon {
     }
 
     fn compact_cued(&self, c: &str, start: usize, end: usize) -> bool {
-        const WINDOW: usize = 24;
-        let lo = start.saturating_sub(WINDOW);
-        let hi = (end + WINDOW).min(c.len());
+        let (lo, hi) = letters_around(c, start, end, (8, 8));
         self.compact_cues
             .find_iter(c)
             .any(|m| m.end() >= lo && m.start() <= hi)
     }
+}
+
+/// The byte bounds of `letters.0` letters before `c[start..end]` and `letters.1` after it.
+/// A letter is a character, but a Hangul syllable, which folding decomposes into two or
+/// three jamo, counts once ("를 아래에" is four letters, not ten), and so does a word of
+/// Latin letters or digits ("인증키(Encoding)를 붙여넣어").
+fn letters_around(c: &str, start: usize, end: usize, letters: (usize, usize)) -> (usize, usize) {
+    // Where a letter starts: not inside a syllable, not inside an ASCII word.
+    let starts = |prev: Option<char>, ch: char| {
+        let jamo = matches!(ch, '\u{1160}'..='\u{11FF}');
+        let in_word = ch.is_ascii_alphanumeric() && prev.is_some_and(|p| p.is_ascii_alphanumeric());
+        !(jamo || in_word)
+    };
+    let before = &c[..start];
+    let lo = before
+        .char_indices()
+        .rev()
+        .filter(|&(i, ch)| starts(before[..i].chars().next_back(), ch))
+        .nth(letters.0.saturating_sub(1))
+        .map_or(0, |(i, _)| i);
+    let after = &c[end..];
+    let mut prev = c[..end].chars().next_back();
+    let hi = after
+        .char_indices()
+        .filter(|&(_, ch)| {
+            let first = starts(prev, ch);
+            prev = Some(ch);
+            first
+        })
+        .nth(letters.1)
+        .map_or(c.len(), |(i, _)| end + i);
+    (lo, hi)
 }
 
 /// A word of digits only ("4" of "4-digit", a year): skipped where cues and role words are

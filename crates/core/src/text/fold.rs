@@ -80,13 +80,19 @@ pub(crate) fn nfkc(s: &str) -> Cow<'_, str> {
 /// (`pass&#119;ord`, `API&nbsp;key`) decoded, default-ignorable code points removed, NFKC.
 /// Plain ASCII without `&` is returned as is.
 pub fn normalize(s: &str) -> Cow<'_, str> {
-    if s.is_ascii() && !s.contains('&') {
+    let escaped = s.contains("\\u");
+    if s.is_ascii() && !s.contains('&') && !escaped {
         return Cow::Borrowed(s);
     }
-    let decoded = if s.contains('&') {
-        html_escape::decode_html_entities(s)
+    let s = if escaped {
+        unescape(s)
     } else {
         Cow::Borrowed(s)
+    };
+    let decoded = if s.contains('&') {
+        Cow::Owned(html_escape::decode_html_entities(&s).into_owned())
+    } else {
+        s
     };
     if decoded.is_ascii() {
         return Cow::Owned(decoded.into_owned());
@@ -109,6 +115,45 @@ pub fn normalize(s: &str) -> Cow<'_, str> {
             .filter(|c| !is_default_ignorable(*c))
             .collect(),
     )
+}
+
+/// Escapes a double-encoded string leaves in its text, read as the characters they name:
+/// `\u0070assword`, `\u{70}in`. Written here: a JSON or Rust unescaper rejects the rest of
+/// an ordinary sentence, and these two forms are all a reader decodes at a glance.
+fn unescape(s: &str) -> Cow<'_, str> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    let mut changed = false;
+    while let Some(at) = rest.find("\\u") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at + 2..];
+        let (hex, used) = match tail.strip_prefix('{') {
+            Some(braced) => match braced.find('}') {
+                Some(end) if (1..=6).contains(&end) => (&braced[..end], end + 2),
+                _ => ("", 0),
+            },
+            None => (tail.get(..4).unwrap_or(""), 4),
+        };
+        let decoded = (!hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+            .then(|| u32::from_str_radix(hex, 16).ok().and_then(char::from_u32))
+            .flatten();
+        match decoded {
+            Some(c) => {
+                out.push(c);
+                rest = &tail[used..];
+                changed = true;
+            }
+            None => {
+                out.push_str("\\u");
+                rest = tail;
+            }
+        }
+    }
+    if !changed {
+        return Cow::Borrowed(s);
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// Decorations NFKC keeps that leave a Latin letter readable: combining marks of the
@@ -285,7 +330,7 @@ fn ends_sentence(c: char) -> bool {
 /// scripts. Compact-script runs act as separators here (they are matched on the
 /// compact form instead).
 pub(crate) fn words(text: &str) -> Vec<Word> {
-    if text.is_ascii() && !text.contains('&') {
+    if text.is_ascii() && !text.contains('&') && !text.contains("\\u") {
         return ascii_words(text);
     }
     words_normalized(&nfkc(text))

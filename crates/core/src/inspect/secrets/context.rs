@@ -253,8 +253,9 @@ impl<'a> Context<'a> {
         {
             explain(hits, loc, "secret.context:otp", step::CODE_SHAPE);
         }
-        // A card's number asked by its shape: a pattern of the card lengths only.
-        if holds.fits(Category::Card) && card_pattern(prop) {
+        // A card's number asked by its shape: a pattern of the card lengths only, under a
+        // label that names no other content ("Order number" may take those lengths too).
+        if holds.fits(Category::Card) && card_pattern(prop) && !lexicon.names_content(label) {
             explain(
                 hits,
                 &format!("{loc}.pattern"),

@@ -1437,3 +1437,89 @@ fn a_blank_title_leaves_an_input_blank_whatever_its_name() {
     let q = json!({"feedback": {"type": "string", "title": "What did you think of the new sign-in page?"}});
     assert!(form(q, "Your new password has been saved. One quick question:").is_empty());
 }
+
+#[test]
+fn a_question_the_term_opens_asks_for_it_however_long() {
+    use serde_json::json;
+    let f = json!({"name": {"type": "string", "title": "Họ tên"}, "a": {"type": "string", "title": "Trả lời"}});
+    assert!(!form(
+        f.clone(),
+        "Mã OTP mà ngân hàng vừa gửi đến số điện thoại của bạn là gì?"
+    )
+    .is_empty());
+    let fa = json!({"name": {"type": "string", "title": "نام"}, "a": {"type": "string", "title": "پاسخ"}});
+    assert!(!form(fa, "رمز عبور حساب کاربری شما در سامانه چیست؟").is_empty());
+    // A term later in the question is no subject of it: "the name of the password".
+    assert!(form(f, "Tên gợi nhớ cho mật khẩu mới mà bạn vừa tạo là gì?").is_empty());
+}
+
+#[test]
+fn an_owners_possessive_counts_as_one_word_before_the_term() {
+    use serde_json::json;
+    let f = json!({"name": {"type": "string", "title": "Name"}, "value": {"type": "string", "title": "Value"}});
+    for m in [
+        "What is the Wi-Fi network's password?",
+        "What's your home router's admin password?",
+        "Type the guest Wi-Fi network's password below",
+        "Was ist Ihre aktuelle PIN?",
+    ] {
+        assert!(!form(f.clone(), m).is_empty(), "{m}");
+    }
+    for m in [
+        "What is the strongest password manager?",
+        "What is the purpose of this API key?",
+        "Type the network's name",
+    ] {
+        assert!(form(f.clone(), m).is_empty(), "{m}");
+    }
+}
+
+#[test]
+fn escapes_left_in_a_string_are_read_as_their_characters() {
+    labels_ask(&["\\u0070assword", "Account \\u0070assword", "\\u{70}in"]);
+    labels_ask_none(&["\\u00zz value", "C:\\users\\me"]);
+}
+
+#[test]
+fn a_label_opened_by_an_interrogative_of_circumstance_is_about_the_secret() {
+    labels_ask_none(&[
+        "Где токен оказался в открытом доступе",
+        "When the password was last changed",
+    ]);
+    // A label that also asks to type still asks.
+    labels_ask(&["When prompted, enter the PIN"]);
+}
+
+#[test]
+fn labels_written_without_spaces_name_their_content() {
+    use serde_json::json;
+    // An order number of card lengths is an order number.
+    let f = json!({"order": {"type": "string", "title": "หมายเลขคำสั่งซื้อ", "pattern": "^[0-9]{12,16}$"},
+        "zh": {"type": "string", "title": "订单号", "pattern": "^\\d{16}$"}});
+    assert!(form(f, "แจ้งปัญหาพัสดุ").is_empty());
+    // A postal code is no blank for a code the message names in a warning.
+    let p = json!({"postcode": {"type": "string", "title": "รหัสไปรษณีย์", "pattern": "^[0-9]{5}$"},
+        "address": {"type": "string", "title": "ที่อยู่จัดส่ง"}});
+    assert!(form(p, "ห้ามแจ้งรหัส OTP แก่ผู้อื่น กรุณายืนยันที่อยู่จัดส่ง").is_empty());
+    // Generic words stay blank: the message fills them.
+    let d = json!({"details": {"type": "string", "title": "详细信息", "description": "卡面上印的有效期，格式为 MM/YY", "pattern": "^(0[1-9]|1[0-2])/[0-9]{2}$"},
+        "auto": {"type": "boolean", "title": "开启自动续费"}});
+    assert!(!form(d, "更新您保存的信用卡信息。").is_empty());
+}
+
+#[test]
+fn hangul_request_windows_count_syllables_not_jamo() {
+    use serde_json::json;
+    let f = json!({"confirm_text": {"type": "string", "title": "확인 입력"},
+        "name": {"type": "string", "title": "이름"}});
+    assert!(!form(
+        f.clone(),
+        "계정 탈퇴를 진행하려면 본인 확인이 필요합니다. 현재 비밀번호를 아래에 입력해 주세요."
+    )
+    .is_empty());
+    assert!(form(
+        f,
+        "시크릿 저장소의 경로만 입력하고, 접속 정보 자체는 절대 붙여 넣지 마세요."
+    )
+    .is_empty());
+}
