@@ -102,6 +102,8 @@ pub fn inspect(
     ctx: &InspectContext,
     policy: &Policy,
 ) -> Verdict {
+    // Every rule reads the form's texts from one splitting of each, forgotten on return.
+    let _memo = crate::text::fold::memo_scope();
     let mut hits = Hits::new();
     let forced = match policy.kill_switch {
         KillSwitch::On => {
@@ -403,6 +405,7 @@ impl AskedElicitation {
 
 /// Decide on a client answer (`ElicitResult`) to `asked` (`response.invalid`).
 pub fn check_response(asked: &AskedElicitation, answer: &Value, policy: &Policy) -> Verdict {
+    let _memo = crate::text::fold::memo_scope();
     let mut hits = Hits::new();
     if policy.action(RuleId::ResponseInvalid) != RuleAction::Off {
         response::check(asked, answer, &mut hits);

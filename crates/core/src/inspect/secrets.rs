@@ -124,8 +124,8 @@ pub(crate) fn check_form(
                 .map(|(name, p)| p.get("title").and_then(Value::as_str).unwrap_or(name))
                 .map(|l| {
                     text::words(l)
-                        .into_iter()
-                        .map(|w| w.folded)
+                        .iter()
+                        .map(|w| w.folded.clone())
                         .collect::<Vec<_>>()
                 })
                 .filter(|w| !w.is_empty() && w.len() <= 4)
@@ -136,7 +136,7 @@ pub(crate) fn check_form(
     // field"), or before what it holds ("Value holds", "Field 1 contains"); not "Did the
     // vendor hold API keys?" over an input titled "Vendor".
     let names_input = |t: &str| {
-        let words: Vec<String> = text::words(t).into_iter().map(|w| w.folded).collect();
+        let words: Vec<String> = text::words(t).iter().map(|w| w.folded.clone()).collect();
         input_labels().iter().any(|l| {
             words.windows(l.len()).enumerate().any(|(k, w)| {
                 let before = words[k.saturating_sub(2)..k].iter().map(String::as_str);
@@ -728,14 +728,15 @@ fn check_field(
             .phrase(m.term)
             .map(|p| {
                 text::words(p)
-                    .into_iter()
-                    .map(|w| w.folded)
+                    .iter()
+                    .map(|w| w.folded.clone())
                     .filter(|w| !lexicon.is_linker(w))
                     .collect()
             })
             .unwrap_or_default();
-        let title_words: Vec<String> = text::words(t).into_iter().map(|w| w.folded).collect();
-        let name_words: HashSet<String> = text::words(name).into_iter().map(|w| w.folded).collect();
+        let title_words: Vec<String> = text::words(t).iter().map(|w| w.folded.clone()).collect();
+        let name_words: HashSet<String> =
+            text::words(name).iter().map(|w| w.folded.clone()).collect();
         // The name's other words (what made it a property: `name`, `channel`, `preview`)
         // are not the title's.
         let others_absent = name_words
@@ -779,7 +780,8 @@ fn check_field(
     // by a title that restates the name in a sense that is no secret (`credentials` titled
     // "Professional credentials").
     let restated = |t: &str| {
-        let title_words: HashSet<String> = text::words(t).into_iter().map(|w| w.folded).collect();
+        let title_words: HashSet<String> =
+            text::words(t).iter().map(|w| w.folded.clone()).collect();
         let name_words = text::words(name);
         !name_words.is_empty() && name_words.iter().all(|w| title_words.contains(&w.folded))
     };

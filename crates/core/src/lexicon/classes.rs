@@ -16,7 +16,7 @@ use crate::text::fold as text;
 /// A text read once for every class: its folded words and, when it holds a script written
 /// without spaces, its compact form.
 pub(crate) struct Read {
-    words: Vec<text::Word>,
+    words: std::rc::Rc<[text::Word]>,
     compact: Option<String>,
 }
 
@@ -103,7 +103,7 @@ impl WordClass {
             for token in m.split_whitespace() {
                 let stem = token.ends_with('*');
                 let start = words.len();
-                words.extend(text::words(token).into_iter().map(|w| w.folded));
+                words.extend(text::words(token).iter().map(|w| w.folded.clone()));
                 if stem && words.len() > start {
                     if let Some(last) = words.last_mut() {
                         last.push('*');

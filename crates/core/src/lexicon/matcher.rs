@@ -471,7 +471,7 @@ fn first_chars(s: &str, n: usize) -> Option<&str> {
 }
 
 fn folded_words(s: &str) -> Vec<String> {
-    text::words(s).into_iter().map(|w| w.folded).collect()
+    text::words(s).iter().map(|w| w.folded.clone()).collect()
 }
 
 fn folded_set(list: &[&str]) -> HashSet<String> {
@@ -836,7 +836,11 @@ impl SecretLexicon {
                 none_here: folded_set(&data.none_here),
                 back_refs: folded_set(&data.back_refs),
                 phrasal_cues: data.phrasal_cues.iter().fold(HashMap::new(), |mut by, p| {
-                    let mut words = text::words(p).into_iter().map(|w| w.folded);
+                    let mut words = text::words(p)
+                        .iter()
+                        .map(|w| w.folded.clone())
+                        .collect::<Vec<_>>()
+                        .into_iter();
                     if let Some(first) = words.next() {
                         let rest: Vec<String> = words.collect();
                         if !rest.is_empty() {
@@ -928,7 +932,9 @@ impl SecretLexicon {
     }
 
     /// [`SecretLexicon::benign_sense`] read in one text that may name other secrets: a sense
-    /// word inside another term's phrase ("frase" in "frase de recuperación") does not count.
+    /// word inside another term's phrase ("frase" in "frase de recuperación") does not count,
+    /// but for an expiry: a token's or a key's expiry is theirs ("What is the token's expiry
+    /// date?").
     pub fn benign_sense_in(&self, term: usize, text: &str) -> bool {
         let Some(info) = self.terms.get(term) else {
             return false;
@@ -940,7 +946,7 @@ impl SecretLexicon {
         let keys: Vec<&str> = words.iter().map(String::as_str).collect();
         let mut covered = vec![false; keys.len()];
         let mut j = 0;
-        while j < keys.len() {
+        while info.category != Category::CardExpiry && j < keys.len() {
             match self.match_at(&keys, j, &self.by_first, false) {
                 Some((Some(t), len)) if t != term => {
                     covered[j..j + len].iter_mut().for_each(|c| *c = true);

@@ -11,6 +11,8 @@
 //! Never: decides anything.
 
 use std::borrow::Cow;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 use unicode_normalization::UnicodeNormalization;
 use unicode_script::{Script, UnicodeScript};
@@ -78,13 +80,12 @@ pub(crate) fn nfkc(s: &str) -> Cow<'_, str> {
 
 /// Everything that must happen before words are compared: HTML character references
 /// (`pass&#119;ord`, `API&nbsp;key`) decoded, default-ignorable code points removed, NFKC.
-/// Plain ASCII without `&` is returned as is.
+/// Plain ASCII without `&` or a backslash is returned as is.
 pub fn normalize(s: &str) -> Cow<'_, str> {
-    let escaped = s.contains("\\u");
-    if s.is_ascii() && !s.contains('&') && !escaped {
+    if plain_ascii(s) {
         return Cow::Borrowed(s);
     }
-    let s = if escaped {
+    let s = if s.contains("\\u") {
         unescape(s)
     } else {
         Cow::Borrowed(s)
@@ -95,7 +96,7 @@ pub fn normalize(s: &str) -> Cow<'_, str> {
         s
     };
     if decoded.is_ascii() {
-        return Cow::Owned(decoded.into_owned());
+        return decoded;
     }
     // Most non-ASCII text is already NFKC and holds no invisible code point: no copy.
     let plain = !decoded
@@ -115,6 +116,12 @@ pub fn normalize(s: &str) -> Cow<'_, str> {
             .filter(|c| !is_default_ignorable(*c))
             .collect(),
     )
+}
+
+/// ASCII with nothing [`normalize`] decodes: no `&` of a character reference, no backslash of an
+/// escape. Most texts are this.
+fn plain_ascii(s: &str) -> bool {
+    s.is_ascii() && memchr::memchr2(b'&', b'\\', s.as_bytes()).is_none()
 }
 
 /// Escapes a double-encoded string leaves in its text, read as the characters they name:
@@ -329,11 +336,70 @@ fn ends_sentence(c: char) -> bool {
 /// Split `text` (any case, any normalisation) into folded words of space-delimited
 /// scripts. Compact-script runs act as separators here (they are matched on the
 /// compact form instead).
-pub(crate) fn words(text: &str) -> Vec<Word> {
-    if text.is_ascii() && !text.contains('&') && !text.contains("\\u") {
+///
+/// Inside a [`memo_scope`] a text read before is not split again: one form's labels are read by
+/// several rules.
+pub(crate) fn words(text: &str) -> Rc<[Word]> {
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        let Some(seen) = memo.as_mut() else {
+            return split(text).into();
+        };
+        if let Some((_, w)) = seen.iter().find(|(t, _)| **t == *text) {
+            return Rc::clone(w);
+        }
+        let w: Rc<[Word]> = split(text).into();
+        if seen.len() < MEMO_TEXTS {
+            seen.push((text.into(), Rc::clone(&w)));
+        }
+        w
+    })
+}
+
+fn split(text: &str) -> Vec<Word> {
+    if plain_ascii(text) {
         return ascii_words(text);
     }
     words_normalized(&nfkc(text))
+}
+
+/// Texts remembered per scope: a form's labels, descriptions and choices, up to a bound that
+/// keeps the lookup short on a form of many fields (later texts are split each time).
+const MEMO_TEXTS: usize = 48;
+
+/// Texts split in one scope, with their words.
+type Memo = Vec<(Box<str>, Rc<[Word]>)>;
+
+thread_local! {
+    /// The texts split in the current [`memo_scope`], `None` outside one.
+    static MEMO: RefCell<Option<Memo>> = const { RefCell::new(None) };
+}
+
+/// While the returned guard lives, [`words`] remembers what it split on this thread; the
+/// outermost guard forgets it all when dropped, so nothing outlives one inspection.
+#[must_use]
+pub fn memo_scope() -> MemoScope {
+    MEMO.with(|memo| {
+        let mut memo = memo.borrow_mut();
+        let outer = memo.is_none();
+        if outer {
+            *memo = Some(Vec::new());
+        }
+        MemoScope { outer }
+    })
+}
+
+/// Guard of [`memo_scope`].
+pub struct MemoScope {
+    outer: bool,
+}
+
+impl Drop for MemoScope {
+    fn drop(&mut self) {
+        if self.outer {
+            MEMO.with(|memo| *memo.borrow_mut() = None);
+        }
+    }
 }
 
 /// Does `text` end with a question mark (`?`, `？`, `؟`)?
@@ -492,8 +558,37 @@ fn camel_boundary(chars: &[char], i: usize) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_scope_splits_each_text_once_and_forgets_on_leaving() {
+        // Outside a scope every call splits anew.
+        assert!(!Rc::ptr_eq(&words("API key"), &words("API key")));
+        {
+            let _outer = memo_scope();
+            let first = words("API key");
+            {
+                let _inner = memo_scope();
+                assert!(Rc::ptr_eq(&first, &words("API key")));
+            }
+            // The inner guard leaves the outer scope's memory alone.
+            assert!(Rc::ptr_eq(&first, &words("API key")));
+            assert_eq!(words("Api Key")[1].folded, "key");
+            assert!(!Rc::ptr_eq(&first, &words("Api Key")));
+        }
+        assert!(MEMO.with(|m| m.borrow().is_none()));
+        // A scope remembers a bounded number of texts; later ones are still split right.
+        let _scope = memo_scope();
+        for i in 0..MEMO_TEXTS + 8 {
+            let t = format!("field {i}");
+            assert_eq!(words(&t)[1].folded, i.to_string());
+        }
+        assert_eq!(
+            MEMO.with(|m| m.borrow().as_ref().map(Vec::len)),
+            Some(MEMO_TEXTS)
+        );
+    }
+
     fn w(s: &str) -> Vec<String> {
-        words(s).into_iter().map(|w| w.folded).collect()
+        words(s).iter().map(|w| w.folded.clone()).collect()
     }
 
     #[test]
@@ -539,8 +634,8 @@ mod tests {
             let fast: Vec<_> = ascii_words(s).into_iter().map(|w| w.folded).collect();
             // Route through the general path by appending a non-ASCII separator.
             let general: Vec<_> = words(&format!("{s}\u{00a0}"))
-                .into_iter()
-                .map(|w| w.folded)
+                .iter()
+                .map(|w| w.folded.clone())
                 .collect();
             assert_eq!(fast, general, "{s}");
         }

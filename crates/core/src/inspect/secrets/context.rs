@@ -108,7 +108,7 @@ impl<'a> Context<'a> {
                 && !label.chars().any(text::is_compact_script);
             let own = |p: &str| {
                 let words = |t: &str| -> Vec<String> {
-                    text::words(t).into_iter().map(|w| w.folded).collect()
+                    text::words(t).iter().map(|w| w.folded.clone()).collect()
                 };
                 // The match opens at the label (it may run on: "Code. We texted").
                 words(p).starts_with(&words(label))

@@ -1523,3 +1523,38 @@ fn hangul_request_windows_count_syllables_not_jamo() {
     )
     .is_empty());
 }
+
+#[test]
+fn a_secrets_own_expiry_is_no_cards() {
+    use serde_json::json;
+    let f = json!({"name": {"type": "string", "title": "Name"}, "value": {"type": "string", "title": "Value"}});
+    assert!(form(f.clone(), "What is the token's expiry date?").is_empty());
+    assert!(!form(f, "Enter your card's expiry date").is_empty());
+}
+
+#[test]
+fn the_core_words_of_languages_beyond_the_deep_lists_are_read() {
+    labels_ask(&[
+        "Passwuert",
+        "Wachtwurd",
+        "Loyniorð",
+        "Ger-tremen",
+        "Senhal",
+        "Pasvorto",
+        "Modpas",
+        "Сырсөз",
+        "Серсүз",
+        "Açar söz",
+        "پټنوم",
+        "وشەی نهێنی",
+        "Рамзи тасдиқ",
+    ]);
+    labels_ask_none(&[
+        "Benotzernumm",
+        "Brûkersnamme",
+        "Uzantnomo",
+        "Non itilizatè",
+        "Nom d'utilizaire",
+        "کارن نوم",
+    ]);
+}
