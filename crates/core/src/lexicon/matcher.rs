@@ -2095,7 +2095,8 @@ impl SecretLexicon {
     }
 
     /// A request cue within three words before the term, or five after it (verb-final
-    /// languages: `şifrenizi girin`, `पासवर्ड दर्ज करें`).
+    /// languages: `şifrenizi girin`, `पासवर्ड दर्ज करें`). `owned`: an owner's possessive may
+    /// stand between (not before a card's expiry, which a token has too).
     fn cued(&self, keys: &[&str], i: usize, len: usize, owned: bool) -> bool {
         let ctx = &self.ctx;
         // After it: verb-final clauses put the request last, past a relative clause ("টোকেন
