@@ -1558,3 +1558,23 @@ fn the_core_words_of_languages_beyond_the_deep_lists_are_read() {
         "کارن نوم",
     ]);
 }
+
+#[test]
+fn passive_and_modal_requests_of_romance_languages_ask() {
+    use serde_json::json;
+    let f = json!({"value": {"type": "string", "title": "Valor", "minLength": 8},
+        "keep": {"type": "boolean", "title": "Manter conectado", "default": false}});
+    for m in [
+        "A senha da conta gov.br deve ser informada no campo abaixo para continuar.",
+        "La password SPID deve essere inserita nel campo sottostante.",
+        "Para autorizar la orden debe indicarse la clave de firma en el campo inferior.",
+        "Sesiunea a expirat; parola contului trebuie introdusă din nou în câmpul de mai jos.",
+        "Le mot de passe doit être saisi ci-dessous.",
+    ] {
+        assert!(!form(f.clone(), m).is_empty(), "{m}");
+    }
+    // The same verbs reporting what was done ask nothing of a form about something else.
+    let r = json!({"rating": {"type": "integer", "title": "Nota", "minimum": 1, "maximum": 5},
+        "comment": {"type": "string", "title": "Comentário"}});
+    assert!(form(r, "Sua nova senha foi cadastrada. Como foi a experiência?").is_empty());
+}
