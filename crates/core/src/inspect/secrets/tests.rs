@@ -1578,3 +1578,21 @@ fn passive_and_modal_requests_of_romance_languages_ask() {
         "comment": {"type": "string", "title": "Comentário"}});
     assert!(form(r, "Sua nova senha foi cadastrada. Como foi a experiência?").is_empty());
 }
+
+#[test]
+fn secrets_asked_by_where_they_are_used_or_shown() {
+    prose_asks(&[
+        "The four numbers you use at the ATM",
+        "The 4 digits you enter on the keypad to disarm the alarm",
+        "Whatever you type after the username on the sign-in page",
+        "What you type when Terminal asks after you run sudo",
+        "The five characters the Steam mobile app is showing right now",
+        "Any unused code from the list of 10 you printed when you turned on two-step sign-in",
+        "The 16 characters printed directly under the QR code on the router sticker",
+    ]);
+    prose_asks_none(&[
+        "Where is the QR code on your router?",
+        "Which authenticator app do you use?",
+        "The name of the ATM network you use",
+    ]);
+}
