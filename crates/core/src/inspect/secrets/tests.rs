@@ -1585,7 +1585,7 @@ fn secrets_asked_by_where_they_are_used_or_shown() {
         "The four numbers you use at the ATM",
         "The 4 digits you enter on the keypad to disarm the alarm",
         "Whatever you type after the username on the sign-in page",
-        "What you type when Terminal asks after you run sudo",
+        "What you would type at the sudo prompt",
         "The five characters the Steam mobile app is showing right now",
         "Any unused code from the list of 10 you printed when you turned on two-step sign-in",
         "The 16 characters printed directly under the QR code on the router sticker",
