@@ -409,25 +409,36 @@ mod stdio {
             .unwrap_or(0)
     }
 
-    /// The resident memory of a stdio gateway in front of a quiet child, once loaded (its
-    /// policy and lexicon built): what a flood is measured against.
-    async fn idle_rss_kib(config: &std::path::Path) -> u64 {
-        let mut idle = tokio::process::Command::new(env!("CARGO_BIN_EXE_elicitgate"))
+    /// A stdio gateway in front of `python3 -c child`, its stdin and stdout piped and never
+    /// read here.
+    fn stdio_gateway(config: &std::path::Path, child: &str) -> tokio::process::Child {
+        tokio::process::Command::new(env!("CARGO_BIN_EXE_elicitgate"))
             .args(["stdio", "--config"])
             .arg(config)
-            .args(["--", "python3", "-c", "import time; time.sleep(5)"])
+            .args(["--", "python3", "-c", child])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .kill_on_drop(true)
             .spawn()
-            .unwrap();
-        let pid = idle.id().unwrap();
-        let mut rss = 0;
-        for _ in 0..20 {
+            .unwrap()
+    }
+
+    /// The highest resident memory of `pid` over `samples` looks 100 ms apart.
+    async fn peak_rss_kib(pid: u32, samples: usize) -> u64 {
+        let mut peak = 0;
+        for _ in 0..samples {
             tokio::time::sleep(Duration::from_millis(100)).await;
-            rss = rss.max(rss_kib(pid));
+            peak = peak.max(rss_kib(pid));
         }
+        peak
+    }
+
+    /// The resident memory of a stdio gateway in front of a quiet child, once loaded (its
+    /// policy and lexicon built): what a flood is measured against.
+    async fn idle_rss_kib(config: &std::path::Path) -> u64 {
+        let mut idle = stdio_gateway(config, "import time; time.sleep(5)");
+        let rss = peak_rss_kib(idle.id().unwrap(), 20).await;
         idle.start_kill().unwrap();
         let _ = idle.wait().await;
         rss
@@ -455,23 +466,10 @@ out = sys.stdout.buffer
 for _ in range(2_000_000):
     out.write(line)
 "#;
-        let mut gw = tokio::process::Command::new(env!("CARGO_BIN_EXE_elicitgate"))
-            .args(["stdio", "--config"])
-            .arg(&config)
-            .args(["--", "python3", "-c", flood])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+        let mut gw = stdio_gateway(&config, flood);
         let pid = gw.id().unwrap();
         // Nothing is read for a while; the peak is what matters.
-        let mut peak = 0;
-        for _ in 0..30 {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            peak = peak.max(rss_kib(pid));
-        }
+        let peak = peak_rss_kib(pid, 30).await;
         assert!(peak > 0, "gateway not running");
         // The flood may fill the bounded queues (a few MiB), never the 2 GiB it offers.
         assert!(
